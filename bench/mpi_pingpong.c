@@ -1,0 +1,258 @@
+/*
+ * mpi_pingpong.c - MPI reference for pscomm's examples/pingpong.
+ *
+ * Measures exactly what examples/pingpong measures, with the same options,
+ * defaults, iteration scaling and CSV output, so the two can be compared
+ * side by side (see bench/pingpong_vs_mpi.sh and bench/README.md).
+ *
+ *   mpi_pingpong [-m MIN] [-M MAX] [-i ITERS] [-w WARMUP] [--csv]
+ *
+ * Ranks 0 and 1 exchange messages of MIN, 2*MIN, ... up to MAX bytes
+ * (defaults 1 B .. 4 MiB); any other rank just waits at the final barrier.
+ *
+ *   latency_us     half the round-trip time, averaged over iters(size)
+ *                  ping-pongs after warmup(size) untimed ones.
+ *   bandwidth_MBps one-way windowed stream: rank 0 posts a window of 64
+ *                  nonblocking sends of `size` bytes, rank 1 receives them
+ *                  (64 nonblocking receives + Waitall) and replies with a
+ *                  1-byte ack; repeated windows(size) times.  Bandwidth is
+ *                  bytes / time in 10^6 bytes per second.
+ *
+ * Scaling (identical in zmq_pingpong.c):
+ *   iters(size)   = ITERS                             if size <= 64 KiB
+ *                 = max(min(ITERS,10), ITERS*64KiB/size)  otherwise
+ *   warmup(size)  = same formula applied to WARMUP
+ *   windows(size) = max(2, min(iters(size), 256 MiB / (64*size)))
+ *   warm windows  = warmup(size) ? max(1, windows(size)/10) : 0
+ *
+ * Payload check: after the timed loops, one extra ping-pong per size carries
+ * a size-dependent byte pattern that both sides verify byte by byte (outside
+ * the timed region).  A mismatch aborts with a non-zero exit status.
+ */
+#include <mpi.h>
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define WINDOW 64
+#define SCALE_LIMIT (64UL * 1024)
+#define BW_BYTES_CAP (256UL * 1024 * 1024)
+
+enum { TAG_LAT = 1, TAG_BW = 2, TAG_ACK = 3, TAG_CHECK = 4 };
+
+static void usage(const char *prog)
+{
+    fprintf(stderr,
+            "usage: %s [-m MIN] [-M MAX] [-i ITERS] [-w WARMUP] [--csv]\n"
+            "  -m MIN     smallest message size in bytes (default 1)\n"
+            "  -M MAX     largest message size in bytes (default 4194304)\n"
+            "  -i ITERS   iterations for sizes <= 64 KiB (default 1000)\n"
+            "  -w WARMUP  warm-up iterations (default 100)\n"
+            "  --csv      print size_bytes,latency_us,bandwidth_MBps\n",
+            prog);
+}
+
+static int parse_size(const char *s, unsigned long *out)
+{
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 0);
+    if (errno || end == s)
+        return -1;
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0')
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static unsigned long scale(unsigned long n, unsigned long size)
+{
+    if (size <= SCALE_LIMIT)
+        return n;
+    unsigned long s = (unsigned long)((double)n * SCALE_LIMIT / size);
+    unsigned long floor_ = n < 10 ? n : 10;
+    return s > floor_ ? s : floor_;
+}
+
+static unsigned long bw_windows(unsigned long iters, unsigned long size)
+{
+    unsigned long cap = BW_BYTES_CAP / ((unsigned long)WINDOW * size);
+    unsigned long w = iters < cap ? iters : cap;
+    return w < 2 ? 2 : w;
+}
+
+static unsigned char pattern(unsigned long size, unsigned long i, int who)
+{
+    return (unsigned char)((i * 131u + size * 7u + (unsigned)who * 29u) & 0xff);
+}
+
+static void check_abort(const char *what, unsigned long size, unsigned long off,
+                        unsigned got, unsigned want)
+{
+    fprintf(stderr, "mpi_pingpong: %s payload mismatch at size %lu offset %lu: "
+                    "got 0x%02x want 0x%02x\n", what, size, off, got, want);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
+
+int main(int argc, char **argv)
+{
+    unsigned long min = 1, max = 4UL << 20, iters_opt = 1000, warm_opt = 100;
+    int csv = 0;
+    int rank, nranks;
+
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+    for (int a = 1; a < argc; a++) {
+        const char *o = argv[a];
+        unsigned long *dst = NULL;
+        if (!strcmp(o, "--csv")) { csv = 1; continue; }
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            if (rank == 0) usage(argv[0]);
+            MPI_Finalize();
+            return 0;
+        }
+        if (!strcmp(o, "-m")) dst = &min;
+        else if (!strcmp(o, "-M")) dst = &max;
+        else if (!strcmp(o, "-i")) dst = &iters_opt;
+        else if (!strcmp(o, "-w")) dst = &warm_opt;
+        if (!dst || a + 1 >= argc || parse_size(argv[a + 1], dst)) {
+            if (rank == 0) {
+                fprintf(stderr, "mpi_pingpong: bad argument '%s'\n", o);
+                usage(argv[0]);
+            }
+            MPI_Finalize();
+            return 1;
+        }
+        a++;
+    }
+    if (min == 0 || max < min || max > (1UL << 30) || iters_opt == 0) {
+        if (rank == 0)
+            fprintf(stderr, "mpi_pingpong: need 1 <= MIN <= MAX <= 1 GiB, ITERS >= 1\n");
+        MPI_Finalize();
+        return 1;
+    }
+    if (nranks < 2) {
+        if (rank == 0)
+            fprintf(stderr, "mpi_pingpong: needs at least 2 ranks\n");
+        MPI_Finalize();
+        return 1;
+    }
+
+    if (rank <= 1) {
+        unsigned char *buf = malloc(max);
+        unsigned char ack = 0;
+        MPI_Request req[WINDOW];
+        int peer = 1 - rank;
+        if (!buf) {
+            fprintf(stderr, "mpi_pingpong: out of memory\n");
+            MPI_Abort(MPI_COMM_WORLD, 1);
+        }
+        memset(buf, rank ? 0xb1 : 0xa0, max);
+
+        if (rank == 0) {
+            if (csv)
+                printf("size_bytes,latency_us,bandwidth_MBps\n");
+            else
+                printf("# mpi_pingpong: %d ranks, window %d\n"
+                       "%12s %12s %16s %8s %8s\n", nranks, WINDOW,
+                       "size(B)", "lat(us)", "bw(MB/s)", "iters", "windows");
+            fflush(stdout);
+        }
+
+        for (unsigned long size = min; size <= max; size *= 2) {
+            unsigned long iters = scale(iters_opt, size);
+            unsigned long warm = scale(warm_opt, size);
+            unsigned long wins = bw_windows(iters, size);
+            unsigned long wwarm = warm ? (wins / 10 > 1 ? wins / 10 : 1) : 0;
+            int n = (int)size;
+            double t0 = 0, lat = 0, bw = 0;
+
+            /* ---- latency: ping-pong ---- */
+            for (unsigned long i = 0; i < warm + iters; i++) {
+                if (i == warm)
+                    t0 = MPI_Wtime();
+                if (rank == 0) {
+                    MPI_Send(buf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD);
+                    MPI_Recv(buf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
+                } else {
+                    MPI_Recv(buf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
+                    MPI_Send(buf, n, MPI_BYTE, peer, TAG_LAT, MPI_COMM_WORLD);
+                }
+            }
+            lat = (MPI_Wtime() - t0) * 1e6 / (2.0 * (double)iters);
+
+            /* ---- bandwidth: windowed one-way stream + 1-byte ack ---- */
+            for (unsigned long w = 0; w < wwarm + wins; w++) {
+                if (w == wwarm)
+                    t0 = MPI_Wtime();
+                if (rank == 0) {
+                    for (int k = 0; k < WINDOW; k++)
+                        MPI_Isend(buf, n, MPI_BYTE, peer, TAG_BW, MPI_COMM_WORLD,
+                                  &req[k]);
+                    MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+                    MPI_Recv(&ack, 1, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD,
+                             MPI_STATUS_IGNORE);
+                } else {
+                    /* Like OSU's osu_bw, all receives of a window target the
+                     * same buffer: the content is not looked at here. */
+                    for (int k = 0; k < WINDOW; k++)
+                        MPI_Irecv(buf, n, MPI_BYTE, peer, TAG_BW, MPI_COMM_WORLD,
+                                  &req[k]);
+                    MPI_Waitall(WINDOW, req, MPI_STATUSES_IGNORE);
+                    MPI_Send(&ack, 1, MPI_BYTE, peer, TAG_ACK, MPI_COMM_WORLD);
+                }
+            }
+            bw = (double)size * WINDOW * (double)wins / (MPI_Wtime() - t0) / 1e6;
+
+            /* ---- payload check (untimed) ---- */
+            if (rank == 0) {
+                for (unsigned long i = 0; i < size; i++)
+                    buf[i] = pattern(size, i, 0);
+                MPI_Send(buf, n, MPI_BYTE, peer, TAG_CHECK, MPI_COMM_WORLD);
+                MPI_Recv(buf, n, MPI_BYTE, peer, TAG_CHECK, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                for (unsigned long i = 0; i < size; i++)
+                    if (buf[i] != pattern(size, i, 1))
+                        check_abort("echo", size, i, buf[i], pattern(size, i, 1));
+            } else {
+                MPI_Recv(buf, n, MPI_BYTE, peer, TAG_CHECK, MPI_COMM_WORLD,
+                         MPI_STATUS_IGNORE);
+                for (unsigned long i = 0; i < size; i++)
+                    if (buf[i] != pattern(size, i, 0))
+                        check_abort("ping", size, i, buf[i], pattern(size, i, 0));
+                for (unsigned long i = 0; i < size; i++)
+                    buf[i] = pattern(size, i, 1);
+                MPI_Send(buf, n, MPI_BYTE, peer, TAG_CHECK, MPI_COMM_WORLD);
+            }
+
+            if (rank == 0) {
+                if (csv)
+                    printf("%lu,%.3f,%.2f\n", size, lat, bw);
+                else
+                    printf("%12lu %12.3f %16.2f %8lu %8lu\n", size, lat, bw,
+                           iters, wins);
+                fflush(stdout);
+            }
+            if (size > max / 2)
+                break; /* avoid overflow of size *= 2 */
+        }
+        free(buf);
+    }
+
+    MPI_Barrier(MPI_COMM_WORLD);
+    MPI_Finalize();
+    return 0;
+}

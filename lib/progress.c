@@ -1,0 +1,306 @@
+/*
+ * The progress engine: posting with EAGAIN queues, reading the CQ in
+ * batches, turning completions and CQ errors into request results, and
+ * blocking waits that never spin forever. Data progress is manual on most
+ * providers, so every wait drives it; CQ errors fail only the request they
+ * name. A blocked thread busy-polls for PS_COMM_SPIN_US, then yields the
+ * core and blocks on the CQ's wait fd or sleeps with backoff, so that
+ * oversubscribed ranks let their peers run.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fi_errno.h>
+
+#include "psc.h"
+
+#define CQ_BATCH 16
+
+/* Hand one request to libfabric. Returns 0, -FI_EAGAIN or an error. */
+static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
+			bool *injected)
+{
+	*injected = false;
+	if (r->kind == PSC_REQ_RECV)
+		return fi_trecv(ep->ep, r->buf, r->len, NULL, r->addr, r->tag,
+				r->ignore, &r->fctx);
+	if (ep->caps.len_in_cq_data) {
+		if (r->len <= ep->caps.inject_size) {
+			*injected = true;
+			return fi_tinjectdata(ep->ep, r->buf, r->len, r->data,
+					      r->addr, r->tag);
+		}
+		return fi_tsenddata(ep->ep, r->buf, r->len, NULL, r->data,
+				    r->addr, r->tag, &r->fctx);
+	}
+	if (r->len <= ep->caps.inject_size) {
+		*injected = true;
+		return fi_tinject(ep->ep, r->buf, r->len, r->addr, r->tag);
+	}
+	return fi_tsend(ep->ep, r->buf, r->len, NULL, r->addr, r->tag,
+			&r->fctx);
+}
+
+/* Post r now; on success mark it posted (or done, if injected). */
+static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	bool injected;
+	ssize_t rc = post_one(ep, r, &injected);
+
+	if (rc)
+		return rc;
+	if (injected) {
+		psc_req_complete(r, 0);
+	} else {
+		r->state = PSC_REQ_POSTED;
+		ep->posted++;
+	}
+	return 0;
+}
+
+int psc_ep_post(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	struct psc_req_queue *q = r->kind == PSC_REQ_RECV ? &ep->rxq : &ep->txq;
+	ssize_t rc;
+
+	/* Behind a queued operation, wait in line: order must hold. */
+	if (q->head) {
+		psc_queue_push(q, r);
+		return 0;
+	}
+	rc = post_now(ep, r);
+	if (rc == -FI_EAGAIN) {
+		r->state = PSC_REQ_QUEUED;
+		psc_queue_push(q, r);
+		/* rxm needs CQ reads to make the EAGAIN go away. */
+		psc_progress(ep);
+		return 0;
+	}
+	return (int)rc;
+}
+
+/* Retry queued posts in order until one still gets EAGAIN. */
+static void retry_queue(struct psc_ep *ep, struct psc_req_queue *q)
+{
+	struct ps_comm_request *r;
+
+	while ((r = q->head) != NULL) {
+		ssize_t rc = post_now(ep, r);
+
+		if (rc == -FI_EAGAIN)
+			return;
+		psc_queue_pop(q);
+		if (rc) {
+			psc_comm_set_error(r->comm, "deferred post failed: %s",
+					   fi_strerror((int)-rc));
+			psc_req_complete(r, psc_err_from_fi((int)rc));
+		}
+	}
+}
+
+static struct ps_comm_request *req_of(void *op_context)
+{
+	return psc_container_of(op_context, struct ps_comm_request, fctx);
+}
+
+static void handle_completion(struct psc_ep *ep,
+			      const struct fi_cq_tagged_entry *ev)
+{
+	struct ps_comm_request *r;
+	int rc = 0;
+
+	if (!ev->op_context)
+		return;
+	r = req_of(ev->op_context);
+	ep->posted--;
+	if (r->kind == PSC_REQ_RECV && r->first) {
+		rc = psc_p2p_first_recv(r, ev);
+		if (rc == 1)
+			return;
+	} else if (r->kind == PSC_REQ_RECV) {
+		r->status.len = ev->len;
+		if (ep->caps.len_in_cq_data &&
+		    (ev->flags & FI_REMOTE_CQ_DATA) &&
+		    (uint32_t)ev->data != (uint32_t)ev->len)
+			rc = PS_COMM_ERR_TRUNCATE;
+	}
+	psc_req_complete(r, rc);
+}
+
+/* A CQ error entry: fail the one request it names. */
+static void handle_cq_error(struct psc_ep *ep)
+{
+	struct fi_cq_err_entry e;
+	struct ps_comm_request *r;
+	char detail[256], pbuf[128] = "";
+	const char *pstr;
+	int err;
+
+	memset(&e, 0, sizeof(e));
+	if (fi_cq_readerr(ep->cq, &e, 0) < 0 || !e.op_context)
+		return;
+	r = req_of(e.op_context);
+	ep->posted--;
+	err = abs(e.err); /* shm reports a negative value */
+	if (err == FI_ETRUNC && r->kind == PSC_REQ_RECV) {
+		/* rxm reports len = olen = 0: the buffer was filled. */
+		if (r->first) {
+			r->first = false;
+			if (e.tag) {
+				r->status.source =
+					(int)psc_tag_rank(&ep->tl, e.tag);
+				r->status.tag = (int)psc_tag_user(&ep->tl, e.tag);
+			}
+			if (r->buf == r->scratch)
+				memcpy(r->user_buf, r->scratch, r->user_len);
+			r->status.len = r->user_len;
+		} else {
+			r->status.len = r->len;
+		}
+		psc_req_complete(r, PS_COMM_ERR_TRUNCATE);
+		return;
+	}
+	if (err == FI_ECANCELED) {
+		psc_req_complete(r, PS_COMM_ERR_CANCELED);
+		return;
+	}
+	pstr = fi_cq_strerror(ep->cq, e.prov_errno, e.err_data, pbuf,
+			      sizeof(pbuf));
+	ep->prov->describe_cq_error(err, e.prov_errno, pstr, detail,
+				    sizeof(detail));
+	psc_comm_set_error(r->comm, "%s failed on provider %s: %s",
+			   r->kind == PSC_REQ_RECV ? "receive" : "send",
+			   ep->info->fabric_attr->prov_name, detail);
+	psc_log(PSC_LOG_WARN, ep->rank, "%s", r->comm->last_error);
+	psc_req_complete(r, psc_err_from_fi(-err));
+}
+
+int psc_progress(struct psc_ep *ep)
+{
+	struct fi_cq_tagged_entry ev[CQ_BATCH];
+	int total = 0;
+
+	for (;;) {
+		ssize_t n = fi_cq_read(ep->cq, ev, CQ_BATCH);
+
+		if (n > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				handle_completion(ep, &ev[i]);
+			total += (int)n;
+			if (n < CQ_BATCH)
+				break;
+		} else if (n == -FI_EAVAIL) {
+			handle_cq_error(ep);
+			total++;
+		} else if (n == -FI_EAGAIN) {
+			break;
+		} else {
+			psc_log(PSC_LOG_ERROR, ep->rank, "fi_cq_read: %s",
+				fi_strerror((int)-n));
+			return (int)n;
+		}
+	}
+	retry_queue(ep, &ep->txq);
+	retry_queue(ep, &ep->rxq);
+	return total;
+}
+
+void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	struct psc_req_queue *q = r->kind == PSC_REQ_RECV ? &ep->rxq : &ep->txq;
+
+	if (r->state == PSC_REQ_QUEUED) {
+		if (psc_queue_remove(q, r))
+			psc_req_complete(r, PS_COMM_ERR_CANCELED);
+		return;
+	}
+	if (r->state == PSC_REQ_POSTED)
+		fi_cancel(&ep->ep->fid, &r->fctx);
+}
+
+/* Sleep for the backoff step that follows `idle` fruitless rounds. */
+static void backoff(unsigned idle)
+{
+	struct timespec ts = {0, 0};
+
+	if (idle < 16) {
+		sched_yield();
+		return;
+	}
+	ts.tv_nsec = PSC_MIN(1000L << PSC_MIN(idle - 16, 10u), 1000000L);
+	nanosleep(&ts, NULL);
+}
+
+/* Block briefly on the CQ's wait object, or back off. */
+static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
+{
+	double left = deadline > 0 ? deadline - psc_now() : 1.0;
+	int ms = (int)PSC_MIN(left * 1000.0, 10.0);
+
+	if (ms < 1)
+		ms = 1;
+	if (ep->wait_mode == PSC_WAIT_FD) {
+		struct fid *f = &ep->cq->fid;
+		int rc;
+
+		pthread_mutex_lock(&ep->lock);
+		rc = fi_trywait(ep->fabric, &f, 1);
+		pthread_mutex_unlock(&ep->lock);
+		if (rc == 0) {
+			struct pollfd p = {.fd = ep->wait_fd, .events = POLLIN};
+
+			/* Short timeout: another thread may reap our event. */
+			poll(&p, 1, ms);
+		}
+		return;
+	}
+	if (ep->wait_mode == PSC_WAIT_SREAD && idle >= 16) {
+		struct fi_cq_tagged_entry ev;
+		ssize_t n;
+
+		pthread_mutex_lock(&ep->lock);
+		n = fi_cq_sread(ep->cq, &ev, 1, NULL, 1);
+		if (n > 0)
+			handle_completion(ep, &ev);
+		else if (n == -FI_EAVAIL)
+			handle_cq_error(ep);
+		pthread_mutex_unlock(&ep->lock);
+		return;
+	}
+	backoff(idle);
+}
+
+int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
+		double deadline)
+{
+	double spin_end = psc_now() + ep->spin_us * 1e-6;
+	unsigned idle = 0;
+
+	for (;;) {
+		double t;
+		int n;
+
+		pthread_mutex_lock(&ep->lock);
+		n = psc_progress(ep);
+		pthread_mutex_unlock(&ep->lock);
+		if (done(arg))
+			return 0;
+		t = psc_now();
+		if (deadline > 0 && t >= deadline)
+			return -ETIMEDOUT;
+		if (n > 0) {
+			idle = 0;
+			continue;
+		}
+		if (t < spin_end)
+			continue;
+		block_briefly(ep, idle, deadline);
+		if (idle < 1000)
+			idle++;
+	}
+}

@@ -1,0 +1,563 @@
+/*
+ * Internal umbrella header of pscomm. It declares the contracts between
+ * the modules of lib/: logging, parameters, errors, networking helpers,
+ * the bootstrap store, the endpoint and its progress engine, requests and
+ * the tag layout. Nothing here is exported from the shared library.
+ */
+#ifndef PSC_H
+#define PSC_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_tagged.h>
+
+#include "ps_comm.h"
+#include "provider.h"
+
+#define PSC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define PSC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define PSC_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define psc_container_of(ptr, type, member)                                    \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* ---------------------------------------------------------------- log */
+
+enum psc_log_level {
+	PSC_LOG_ERROR,
+	PSC_LOG_WARN,
+	PSC_LOG_INFO,
+	PSC_LOG_DEBUG,
+	PSC_LOG_TRACE,
+};
+
+/*
+ * Configure the process-wide log sink from PS_COMM_LOG_LEVEL and
+ * PS_COMM_LOG_FILE. Idempotent and thread-safe; called by ps_comm_init.
+ * A bad level or an unopenable file falls back to warn/stderr with a
+ * warning rather than failing.
+ */
+void psc_log_setup(void);
+
+/* Whether a message at this level would be printed. */
+bool psc_log_enabled(int level);
+
+/*
+ * Print one line "pscomm[host:pid] rank R LEVEL: message". rank < 0 omits
+ * the rank. Thread-safe: a line is written with one write(2).
+ */
+void psc_log(int level, int rank, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Parse a level name; returns -1 if unknown. */
+int psc_log_level_parse(const char *name);
+
+/* ------------------------------------------------------------- params */
+
+enum psc_param_type { PSC_PARAM_INT, PSC_PARAM_SIZE, PSC_PARAM_DOUBLE,
+		      PSC_PARAM_STR };
+
+/* Every parameter, from params.def, as a member of struct psc_params. */
+struct psc_params {
+#define PSC_PARAM(name, field, type, ctype, def, agree, help) ctype field;
+#include "params.def"
+#undef PSC_PARAM
+};
+
+/* Metadata of one parameter, for ps_comm_info -p and the settings hash. */
+struct psc_param_desc {
+	const char *name;    /* environment variable */
+	enum psc_param_type type;
+	const char *def;     /* default, as text */
+	bool agree;	     /* must be identical on every rank */
+	const char *help;
+	size_t offset;	     /* into struct psc_params */
+};
+
+/* The table, in params.def order, and its length. */
+extern const struct psc_param_desc psc_param_table[];
+extern const size_t psc_param_count;
+
+/*
+ * Fill p with defaults, then values from the environment. Returns 0, or
+ * -EINVAL with a message naming the variable in err (len bytes). String
+ * fields point into the environment or into static defaults.
+ */
+int psc_params_load(struct psc_params *p, char *err, size_t len);
+
+/*
+ * Parse one value. Sizes accept K/M/G suffixes (binary); doubles accept
+ * a plain number of seconds. Returns 0 or -EINVAL.
+ */
+int psc_param_parse_int(const char *s, int *out);
+int psc_param_parse_size(const char *s, size_t *out);
+int psc_param_parse_double(const char *s, double *out);
+
+/* Print the current value of parameter d in p into buf. */
+void psc_param_format(const struct psc_params *p,
+		      const struct psc_param_desc *d, char *buf, size_t len);
+
+/*
+ * Write "NAME=value;..." for every parameter that must agree across ranks,
+ * plus the libfabric variables that must agree (rxm eager limits), into
+ * buf. Returns the FNV-1a hash of that text.
+ */
+uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
+			       size_t len);
+
+/* FNV-1a over bytes, continuing from h (start with PSC_FNV_INIT). */
+#define PSC_FNV_INIT 0xcbf29ce484222325ULL
+uint64_t psc_fnv1a(uint64_t h, const void *data, size_t len);
+
+/* ------------------------------------------------------------- errors */
+
+/* Map a negative errno or -FI_E* code to a PS_COMM_ERR_* value. */
+int psc_err_from_fi(int err);
+
+/* Monotonic time in seconds. */
+double psc_now(void);
+
+/* -------------------------------------------------------------- net */
+
+/* A parsed "host:port", "[v6]:port" or "host" (port 0). */
+struct psc_hostport {
+	char host[256];
+	uint16_t port;
+};
+
+/* Parse s into hp. Returns 0 or -EINVAL (bad brackets, port, length). */
+int psc_hostport_parse(const char *s, struct psc_hostport *hp);
+
+/*
+ * NCCL_SOCKET_IFNAME syntax: comma list of prefixes; leading '^' makes it
+ * an exclude list; leading '=' requires exact names. Returns true if name
+ * is selected by spec.
+ */
+bool psc_ifname_match(const char *spec, const char *name);
+
+/* The chosen interface for this rank. */
+struct psc_iface {
+	char name[64];
+	struct sockaddr_storage addr; /* port 0 */
+	socklen_t addrlen;
+	char addrstr[64];
+};
+
+/*
+ * Choose the interface to advertise. spec is PS_COMM_IFNAME (may be NULL
+ * or empty), root the rendezvous address (may be NULL). family is AF_INET,
+ * AF_INET6 or AF_UNSPEC. Loopback is chosen only when root is loopback or
+ * spec selects it; docker* and veth* are skipped unless spec selects them.
+ * Returns 0, or -ENODEV with a message listing the interfaces in err.
+ */
+int psc_iface_choose(const char *spec, const struct sockaddr *root,
+		     int family, struct psc_iface *out, char *err,
+		     size_t len);
+
+/* Format addr as "a.b.c.d:port" or "[v6]:port". */
+void psc_sockaddr_str(const struct sockaddr *addr, char *buf, size_t len);
+
+/*
+ * Resolve hp to a socket address (numeric or DNS, family AF_UNSPEC).
+ * Returns 0 or -EHOSTUNREACH with the resolver's text in err.
+ */
+int psc_resolve(const struct psc_hostport *hp, struct sockaddr_storage *ss,
+		socklen_t *sslen, char *err, size_t len);
+
+/* True if a and b hold the same IP address (ports ignored). */
+bool psc_sockaddr_same_ip(const struct sockaddr *a, const struct sockaddr *b);
+
+/* True if addr is a loopback address. */
+bool psc_sockaddr_is_loopback(const struct sockaddr *addr);
+
+/*
+ * Open a listening TCP socket on addr. If addr's port is nonzero it is
+ * used as is (the root); else a port from range "lo-hi" (may be NULL or
+ * empty: the kernel picks one). Backlog is large. The bound port is
+ * written back into addr. Returns the fd or a negative errno.
+ */
+int psc_listen(struct sockaddr_storage *addr, socklen_t addrlen,
+	       const char *range);
+
+/*
+ * Connect to addr, retrying refused or unreachable attempts with jittered
+ * exponential backoff until deadline (psc_now() seconds). Returns the fd
+ * or a negative errno (-ETIMEDOUT when the deadline passed).
+ */
+int psc_connect_retry(const struct sockaddr *addr, socklen_t addrlen,
+		      double deadline);
+
+/*
+ * Write or read exactly len bytes before deadline. Return 0, -ETIMEDOUT,
+ * -ECONNRESET on EOF, or another negative errno.
+ */
+int psc_write_full(int fd, const void *buf, size_t len, double deadline);
+int psc_read_full(int fd, void *buf, size_t len, double deadline);
+
+/* ------------------------------------------------------------- store */
+
+/*
+ * The tcp store's wire format. Every message starts with this header,
+ * big-endian on the wire. len counts the payload that follows.
+ */
+#define PSC_WIRE_MAGIC 0x50534353u /* "PSCS" */
+#define PSC_WIRE_VERSION 1
+#define PSC_WIRE_HDR_LEN 28
+#define PSC_WIRE_MAX_PAYLOAD (1u << 20)
+
+enum psc_wire_type {
+	PSC_WIRE_HELLO = 1, /* payload: hostname */
+	PSC_WIRE_SET,	    /* payload: key '\0' value */
+	PSC_WIRE_GET,	    /* payload: key; reply VALUE when set */
+	PSC_WIRE_VALUE,	    /* payload: value */
+	PSC_WIRE_OK,	    /* empty */
+	PSC_WIRE_ERROR,	    /* payload: message text */
+	PSC_WIRE_BYE,	    /* empty: this rank is done */
+	PSC_WIRE_TYPE_MAX,
+};
+
+struct psc_wire_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint64_t job;
+	int32_t rank;
+	int32_t size;
+	uint32_t len;
+};
+
+/* Encode h into PSC_WIRE_HDR_LEN bytes at buf. */
+void psc_wire_encode(const struct psc_wire_hdr *h, uint8_t *buf);
+
+/*
+ * Decode and validate PSC_WIRE_HDR_LEN bytes. Returns 0, or -EPROTO with a
+ * reason in err (bad magic, version, type or oversized length).
+ */
+int psc_wire_decode(const uint8_t *buf, struct psc_wire_hdr *h, char *err,
+		    size_t len);
+
+struct psc_store;
+
+/*
+ * A rendezvous store (tcp, file, pmix). Keys are published by a rank and
+ * read by rank. All calls block at most until the store's deadline and
+ * fail with -ETIMEDOUT then; errors leave a message in the store's err.
+ */
+struct psc_store_ops {
+	size_t size;
+	const char *name;
+	/* Publish key=val as this rank. */
+	int (*put)(struct psc_store *s, const char *key, const void *val,
+		   size_t len);
+	/* Make this rank's puts visible to all (PMIx fence); may block. */
+	int (*commit)(struct psc_store *s);
+	/* Read key as published by rank, waiting for it. *val is malloc'd. */
+	int (*get)(struct psc_store *s, int rank, const char *key, void **val,
+		   size_t *len);
+	/* This rank is done with the store; blocks until all are (root). */
+	int (*finish)(struct psc_store *s);
+	/* Free everything. Never blocks for long. */
+	void (*close)(struct psc_store *s);
+};
+
+struct psc_store {
+	const struct psc_store_ops *ops;
+	int rank;
+	int size;
+	double deadline; /* psc_now() + PS_COMM_TIMEOUT */
+	char err[512];
+	void *priv;
+};
+
+/*
+ * Open a store backend. spec is "tcp", "file:DIR" or "pmix"; root is the
+ * "host:port" for tcp. Returns 0 or a negative errno with s->err set.
+ */
+int psc_store_tcp_open(struct psc_store *s, const char *root,
+		       const struct psc_params *p);
+int psc_store_file_open(struct psc_store *s, const char *dir);
+int psc_store_pmix_open(struct psc_store *s);
+/* Whether PMIx support is compiled in and a PMIx server is present. */
+bool psc_store_pmix_available(void);
+/* Rank and size as PMIx reports them; -ENOSYS without PMIx. */
+int psc_store_pmix_rank_size(int *rank, int *size);
+
+/* Job id for the tcp store: hash of PS_COMM_JOB_KEY (0 when unset). */
+uint64_t psc_store_job_id(const struct psc_params *p);
+
+/* ------------------------------------------------------------- tags */
+
+/*
+ * The 64-bit tag: [protocol | large | context | source rank | user tag],
+ * packed below the provider's usable bits (from mem_tag_format).
+ */
+enum psc_proto {
+	PSC_PROTO_USER = 0, /* user point-to-point */
+	PSC_PROTO_CONT = 1, /* continuation chunks of a large message */
+	PSC_PROTO_COLL = 2, /* collectives */
+	PSC_PROTO_VAN = 3,  /* ps-lite van */
+	PSC_PROTO_CTRL = 4, /* control: finalize barrier */
+};
+
+#define PSC_TAG_PROTO_BITS 3
+#define PSC_TAG_CTX_BITS 12
+#define PSC_TAG_RANK_BITS 20
+#define PSC_TAG_MIN_USER_BITS 15
+#define PSC_TAG_MAX_USER_BITS 28
+
+struct psc_tag_layout {
+	unsigned usable_bits; /* from mem_tag_format */
+	unsigned user_bits;
+	unsigned rank_shift, ctx_shift, large_shift, proto_shift;
+	uint64_t user_mask, rank_mask, ctx_mask, large_bit, proto_mask;
+	int tag_ub;
+};
+
+/*
+ * Size the layout from an output mem_tag_format (0 means 64 bits).
+ * Returns 0, or -ENOSPC when the provider offers too few bits.
+ */
+int psc_tag_layout_init(struct psc_tag_layout *l, uint64_t mem_tag_format);
+
+uint64_t psc_tag_make(const struct psc_tag_layout *l, unsigned proto,
+		      bool large, uint32_t ctx, uint32_t rank, uint32_t tag);
+
+/*
+ * Tag and ignore mask for a receive. src or tag may be -1 (any). The
+ * large bit is always ignored so a receive matches both forms.
+ */
+void psc_tag_match(const struct psc_tag_layout *l, unsigned proto,
+		   uint32_t ctx, int src, int64_t tag, uint64_t *tagp,
+		   uint64_t *ignore);
+
+uint32_t psc_tag_rank(const struct psc_tag_layout *l, uint64_t t);
+uint32_t psc_tag_user(const struct psc_tag_layout *l, uint64_t t);
+unsigned psc_tag_proto(const struct psc_tag_layout *l, uint64_t t);
+bool psc_tag_is_large(const struct psc_tag_layout *l, uint64_t t);
+
+/* ---------------------------------------------------------- requests */
+
+enum psc_req_kind { PSC_REQ_SEND, PSC_REQ_RECV, PSC_REQ_PARENT };
+enum psc_req_state { PSC_REQ_QUEUED, PSC_REQ_POSTED, PSC_REQ_DONE };
+
+struct psc_ep;
+struct ps_comm;
+
+/*
+ * One operation. A request that libfabric knows about embeds the
+ * fi_context2 passed to the provider, so it must live until its
+ * completion is reaped. A large message is a PARENT request with one child
+ * per libfabric operation. Owned by its endpoint's lock.
+ */
+struct ps_comm_request {
+	struct fi_context2 fctx; /* handed to libfabric */
+	enum psc_req_kind kind;
+	enum psc_req_state state; /* DONE is stored atomically */
+	struct ps_comm *comm;
+	struct psc_ep *ep;
+	void *buf;
+	size_t len;
+	fi_addr_t addr;
+	uint64_t tag;
+	uint64_t ignore;
+	uint64_t data;	      /* CQ data to send (length check) */
+	ps_comm_status_t status;
+	struct ps_comm_request *parent;
+	struct ps_comm_request *kids;	 /* PARENT: its children */
+	struct ps_comm_request *sibling; /* next child of the parent */
+	size_t children_left; /* PARENT: children not yet done */
+	struct ps_comm_request *next;	 /* queue link */
+	struct ps_comm_request *live_prev, *live_next; /* ep->live */
+	bool abandoned;	      /* owner gone: free when done */
+	bool first;	      /* first receive of a user message */
+	bool expect_trunc;    /* chunk past the buffer: truncation is ok */
+	size_t user_len;      /* receive: the caller's buffer length */
+	void *user_buf;
+	uint8_t scratch[32];  /* large header or short-receive bounce */
+};
+
+/* A FIFO of requests waiting to be posted (EAGAIN). */
+struct psc_req_queue {
+	struct ps_comm_request *head, *tail;
+};
+
+/*
+ * Allocate a zeroed request bound to comm and link it on the endpoint's
+ * live list. Lock held. NULL when out of memory.
+ */
+struct ps_comm_request *psc_req_alloc(struct ps_comm *comm,
+				      enum psc_req_kind kind);
+/* Unlink and free a request and its children. Lock held. */
+void psc_req_free(struct ps_comm_request *r);
+/* Add child to parent (lock held). */
+void psc_req_adopt(struct ps_comm_request *parent,
+		   struct ps_comm_request *child);
+/* Whether r has completed (safe without the lock). */
+bool psc_req_done(const struct ps_comm_request *r);
+
+/*
+ * Record completion of r (err 0 or PS_COMM_ERR_*), propagate to its
+ * parent, and free it if abandoned. Called with the endpoint lock held.
+ */
+void psc_req_complete(struct ps_comm_request *r, int err);
+
+void psc_queue_push(struct psc_req_queue *q, struct ps_comm_request *r);
+struct ps_comm_request *psc_queue_pop(struct psc_req_queue *q);
+/* Remove r if present; returns true if it was there. */
+bool psc_queue_remove(struct psc_req_queue *q, struct ps_comm_request *r);
+
+/* --------------------------------------------------------- endpoint */
+
+enum psc_wait_mode { PSC_WAIT_POLL, PSC_WAIT_FD, PSC_WAIT_SREAD };
+
+/*
+ * One libfabric endpoint with its CQ and AV, shared by the communicators
+ * built on it. lock serialises every libfabric call on it and every
+ * request state change.
+ */
+struct psc_ep {
+	pthread_mutex_t lock;
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	const struct psc_provider_ops *prov;
+	struct psc_caps caps;
+	struct psc_tag_layout tl;
+	enum psc_wait_mode wait_mode;
+	int wait_fd;
+	uint8_t name[256];
+	size_t namelen;
+	struct psc_req_queue txq, rxq; /* posts deferred by EAGAIN */
+	struct ps_comm_request *live;  /* every allocated request */
+	size_t posted;		       /* operations libfabric holds */
+	double spin_us;		       /* busy-poll before backing off */
+	int rank;		       /* for log lines */
+	char iface[64];		       /* interface used, or "" */
+};
+
+/* How an endpoint is chosen and opened. */
+struct psc_ep_config {
+	const struct psc_params *params;
+	const struct psc_iface *iface; /* NULL: no IP preference */
+	int rank;
+};
+
+/*
+ * Choose a provider entry (honouring FI_PROVIDER) and open fabric, domain,
+ * endpoint, CQ and AV. Returns 0, or a negative errno with a message in
+ * err, which for "nothing usable" lists the providers that would work.
+ */
+int psc_ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
+		char *err, size_t len);
+
+/* Close in order (endpoint, CQ/AV, domain, fabric) and free. */
+void psc_ep_close(struct psc_ep *ep);
+
+/*
+ * Insert one peer address (as fi_getname returned it) into the AV; called
+ * in rank order so FI_AV_TABLE indices equal ranks. Returns 0 or a
+ * negative errno.
+ */
+int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *fi_addr);
+
+/*
+ * Hand a request to libfabric, or queue it behind earlier ones when the
+ * provider says EAGAIN. Lock held. Returns 0 or a negative fi error for a
+ * failure that is not EAGAIN (the request is then not posted).
+ */
+int psc_ep_post(struct psc_ep *ep, struct ps_comm_request *r);
+
+/*
+ * Read the CQ in batches, dispatch completions and errors, then retry
+ * queued posts. Lock held. Returns the number of events handled or a
+ * negative fi error when the CQ itself failed.
+ */
+int psc_progress(struct psc_ep *ep);
+
+/*
+ * Block until done(arg) is true or deadline (psc_now() seconds, 0 = no
+ * limit) passes, driving progress. Takes and releases ep->lock itself;
+ * never spins forever: busy-polls for spin_us, then yields, then blocks on
+ * the CQ wait object or sleeps with backoff. Returns 0 or -ETIMEDOUT.
+ */
+int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
+		double deadline);
+
+/* Ask libfabric to cancel r (posted) or drop it from the queue. Lock held. */
+void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r);
+
+/*
+ * Called by the progress engine when the first receive of a user message
+ * completes successfully (ev describes it); handles large-message headers
+ * and short-receive bounces. Lock held. Returns 1 if the request
+ * continues (children posted), 0 if it is complete, or a PS_COMM_ERR_*.
+ */
+int psc_p2p_first_recv(struct ps_comm_request *r,
+		       const struct fi_cq_tagged_entry *ev);
+
+/* ------------------------------------------------------ communicator */
+
+struct ps_comm {
+	struct psc_ep *ep;
+	bool owns_ep;
+	int rank;
+	int size;
+	uint32_t ctx;
+	fi_addr_t *peers;      /* rank -> fi_addr */
+	struct psc_params params;
+	uint32_t large_seq;    /* continuation stream id, per sender */
+	bool aborted;
+	double op_timeout;     /* seconds, 0 = none */
+	char provider[64];
+	char last_error[512];
+};
+
+/* Record a diagnostic on comm (lock not required). */
+void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Deadline for a blocking operation started now (0 = none). */
+double psc_comm_op_deadline(const struct ps_comm *c);
+
+/*
+ * Post a send or receive with an explicit protocol (user, coll, ctrl).
+ * Arguments are already validated. Returns 0 or PS_COMM_ERR_*.
+ */
+int psc_isend(struct ps_comm *c, unsigned proto, const void *buf,
+	      size_t len, int peer, uint32_t tag, ps_comm_request_t *req);
+int psc_irecv(struct ps_comm *c, unsigned proto, void *buf, size_t len,
+	      int peer, int64_t tag, ps_comm_request_t *req);
+
+/*
+ * Wait for r with deadline; on timeout, cancel and abandon it. Frees the
+ * request and sets *req NULL in every case. Returns its status error.
+ */
+int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
+	     double deadline);
+
+/*
+ * Bootstrap: fill rank/size, open the endpoint, exchange addresses through
+ * the store and check that every rank agrees. Returns PS_COMM_ERR_*.
+ */
+int psc_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr);
+
+/* Rank and size from PS_COMM_* or the usual launcher variables. */
+int psc_env_rank_size(int *rank, int *size, char *err, size_t len);
+
+/* --------------------------------------------------------------- topo */
+
+/* Describe this process's CPU binding and its NUMA node into buf. */
+void psc_topo_describe(char *buf, size_t len);
+
+#endif /* PSC_H */

@@ -1,0 +1,92 @@
+/*
+ * The generic profile: defaults that hold for any provider that honours
+ * the libfabric specification. Family profiles override a member only
+ * where their provider differs.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "provider.h"
+
+unsigned psc_tag_bits_from_format(uint64_t fmt)
+{
+	if (fmt == 0)
+		return 64;
+	return 64 - (unsigned)__builtin_clzll(fmt);
+}
+
+bool psc_generic_accept(const struct fi_info *info, char *why, size_t len)
+{
+	if (!(info->caps & FI_TAGGED)) {
+		snprintf(why, len, "no tagged messaging (FI_TAGGED)");
+		return false;
+	}
+	if (info->ep_attr->type != FI_EP_RDM) {
+		snprintf(why, len, "no reliable datagram endpoint (FI_EP_RDM)");
+		return false;
+	}
+	if (psc_tag_bits_from_format(info->ep_attr->mem_tag_format) < 51) {
+		snprintf(why, len, "only %u tag bits (pscomm needs 51)",
+			 psc_tag_bits_from_format(
+				 info->ep_attr->mem_tag_format));
+		return false;
+	}
+	if (info->domain_attr->mr_mode & ~(FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+					   FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+					   FI_MR_ENDPOINT | FI_MR_BASIC)) {
+		snprintf(why, len, "mr_mode 0x%x asks for modes pscomm "
+			 "does not implement", info->domain_attr->mr_mode);
+		return false;
+	}
+	why[0] = '\0';
+	return true;
+}
+
+void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *c)
+{
+	int mr = info->domain_attr->mr_mode;
+
+	memset(c, 0, sizeof(*c));
+	c->mem_tag_format = info->ep_attr->mem_tag_format;
+	c->tag_bits = psc_tag_bits_from_format(c->mem_tag_format);
+	c->mr_local = (mr & FI_MR_LOCAL) != 0;
+	c->mr_endpoint = (mr & FI_MR_ENDPOINT) != 0;
+	c->mr_prov_key = (mr & FI_MR_PROV_KEY) != 0;
+	c->max_msg_size = info->ep_attr->max_msg_size;
+	c->inject_size = info->tx_attr->inject_size;
+	c->directed_recv = (info->caps & FI_DIRECTED_RECV) != 0;
+	c->cq_data_size = info->domain_attr->cq_data_size;
+	c->mode = info->mode;
+	c->ordered_sas = (info->tx_attr->msg_order & FI_ORDER_SAS) &&
+			 (info->rx_attr->msg_order & FI_ORDER_SAS);
+	c->manual_progress = info->domain_attr->data_progress ==
+			     FI_PROGRESS_MANUAL;
+	/* Unknown providers get the one wait strategy that always works. */
+	c->wait_fd = false;
+	c->wait_sread = false;
+	c->len_in_cq_data = false;
+	c->ip_addressed = false;
+	c->tx_size = info->tx_attr->size;
+	c->rx_size = info->rx_attr->size;
+}
+
+void psc_generic_describe_cq_error(int err, int prov_errno,
+				   const char *prov_str, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s (provider errno %d%s%s)", fi_strerror(err),
+		 prov_errno, prov_str && *prov_str ? ": " : "",
+		 prov_str ? prov_str : "");
+}
+
+const struct psc_provider_ops psc_generic_ops = {
+	.size = sizeof(struct psc_provider_ops),
+	.name = "generic",
+	.fixup_hints = NULL,
+	.accept = psc_generic_accept,
+	.derive_caps = psc_generic_derive_caps,
+	.describe_cq_error = psc_generic_describe_cq_error,
+};

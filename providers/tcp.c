@@ -1,0 +1,23 @@
+/*
+ * tcp;ofi_rxm: the tcp provider under the rxm utility layer. One entry per
+ * IP interface and address family. Progress is manual; the CQ wait fd
+ * works (fi_trywait + poll). The first send to a peer returns EAGAIN while
+ * rxm connects. Tunables: FI_TCP_IFACE on multi-NIC hosts, and the rxm
+ * eager limit (FI_OFI_RXM_BUFFER_SIZE / FI_OFI_RXM_EAGER_LIMIT), which must
+ * be identical on every rank or rxm rejects the connection; pscomm checks
+ * that at bootstrap.
+ */
+#include "provider.h"
+
+static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
+{
+	psc_generic_derive_caps(info, c);
+	c->wait_fd = true;
+	c->ip_addressed = true;
+}
+
+const struct psc_provider_ops psc_tcp_ops = {
+	.size = sizeof(struct psc_provider_ops),
+	.name = "tcp",
+	.derive_caps = tcp_derive_caps,
+};
