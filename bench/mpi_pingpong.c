@@ -18,12 +18,11 @@
  *                  1-byte ack; repeated windows(size) times.  Bandwidth is
  *                  bytes / time in 10^6 bytes per second.
  *
- * Scaling (identical in zmq_pingpong.c):
- *   iters(size)   = ITERS                             if size <= 64 KiB
- *                 = max(min(ITERS,10), ITERS*64KiB/size)  otherwise
- *   warmup(size)  = same formula applied to WARMUP
- *   windows(size) = max(2, min(iters(size), 256 MiB / (64*size)))
- *   warm windows  = warmup(size) ? max(1, windows(size)/10) : 0
+ * Scaling (as in examples/pingpong.c; identical in zmq_pingpong.c):
+ *   iters(size)   = ITERS if size <= 64 KiB, else max(10, ITERS*64KiB/size)
+ *   warmup(size)  = WARMUP if size <= 64 KiB, else max(2, WARMUP*64KiB/size)
+ *   windows(size) = max(1, iters(size) / 64), after 1 untimed warm-up window
+ * i.e. the stream moves about as many messages as the ping-pong does.
  *
  * Payload check: after the timed loops, one extra ping-pong per size carries
  * a size-dependent byte pattern that both sides verify byte by byte (outside
@@ -39,7 +38,6 @@
 
 #define WINDOW 64
 #define SCALE_LIMIT (64UL * 1024)
-#define BW_BYTES_CAP (256UL * 1024 * 1024)
 
 enum { TAG_LAT = 1, TAG_BW = 2, TAG_ACK = 3, TAG_CHECK = 4 };
 
@@ -74,20 +72,19 @@ static int parse_size(const char *s, unsigned long *out)
     return 0;
 }
 
-static unsigned long scale(unsigned long n, unsigned long size)
+/* fewer iterations above 64 KiB so 4 MiB does not take minutes */
+static unsigned long scale(unsigned long n, unsigned long size,
+                           unsigned long floor_)
 {
     if (size <= SCALE_LIMIT)
         return n;
-    unsigned long s = (unsigned long)((double)n * SCALE_LIMIT / size);
-    unsigned long floor_ = n < 10 ? n : 10;
+    unsigned long s = (unsigned long)((double)n * SCALE_LIMIT / (double)size);
     return s > floor_ ? s : floor_;
 }
 
-static unsigned long bw_windows(unsigned long iters, unsigned long size)
+static unsigned long bw_windows(unsigned long iters)
 {
-    unsigned long cap = BW_BYTES_CAP / ((unsigned long)WINDOW * size);
-    unsigned long w = iters < cap ? iters : cap;
-    return w < 2 ? 2 : w;
+    return iters / WINDOW > 0 ? iters / WINDOW : 1;
 }
 
 static unsigned char pattern(unsigned long size, unsigned long i, int who)
@@ -136,9 +133,9 @@ int main(int argc, char **argv)
         }
         a++;
     }
-    if (min == 0 || max < min || max > (1UL << 30) || iters_opt == 0) {
+    if (max < min || max > (1UL << 30) || iters_opt == 0) {
         if (rank == 0)
-            fprintf(stderr, "mpi_pingpong: need 1 <= MIN <= MAX <= 1 GiB, ITERS >= 1\n");
+            fprintf(stderr, "mpi_pingpong: need MIN <= MAX <= 1 GiB, ITERS >= 1\n");
         MPI_Finalize();
         return 1;
     }
@@ -150,7 +147,7 @@ int main(int argc, char **argv)
     }
 
     if (rank <= 1) {
-        unsigned char *buf = malloc(max);
+        unsigned char *buf = malloc(max ? max : 1);
         unsigned char ack = 0;
         MPI_Request req[WINDOW];
         int peer = 1 - rank;
@@ -170,11 +167,11 @@ int main(int argc, char **argv)
             fflush(stdout);
         }
 
-        for (unsigned long size = min; size <= max; size *= 2) {
-            unsigned long iters = scale(iters_opt, size);
-            unsigned long warm = scale(warm_opt, size);
-            unsigned long wins = bw_windows(iters, size);
-            unsigned long wwarm = warm ? (wins / 10 > 1 ? wins / 10 : 1) : 0;
+        for (unsigned long size = min; size <= max; size = size ? size * 2 : 1) {
+            unsigned long iters = scale(iters_opt, size, 10);
+            unsigned long warm = scale(warm_opt, size, 2);
+            unsigned long wins = bw_windows(iters);
+            unsigned long wwarm = 1;
             int n = (int)size;
             double t0 = 0, lat = 0, bw = 0;
 
@@ -246,8 +243,8 @@ int main(int argc, char **argv)
                            iters, wins);
                 fflush(stdout);
             }
-            if (size > max / 2)
-                break; /* avoid overflow of size *= 2 */
+            if (size && size > max / 2)
+                break; /* next size would exceed MAX (or overflow) */
         }
         free(buf);
     }

@@ -15,7 +15,7 @@
 #   TABLE_SIZES="8 4096 1048576 4194304"   sizes shown in the summary
 #   OUTDIR=DIR           keep raw CSV/logs there (default: a temp dir)
 #   MPI_BIND=none        mpirun --bind-to value
-#   RUN_TIMEOUT=600      seconds before a single benchmark run is killed
+#   RUN_TIMEOUT=180      seconds before a single benchmark run is killed
 #   MPICC, CC            compilers for the reference peers (mpicc, gcc)
 #   MPI_PINGPONG, ZMQ_PINGPONG   use these prebuilt binaries instead
 set -u -o pipefail
@@ -35,7 +35,7 @@ QUICK=${QUICK:-0}
 RUNS=${RUNS:-3}
 TABLE_SIZES=${TABLE_SIZES:-"8 4096 1048576 4194304"}
 MPI_BIND=${MPI_BIND:-none}
-RUN_TIMEOUT=${RUN_TIMEOUT:-600}
+RUN_TIMEOUT=${RUN_TIMEOUT:-180}
 MPICC=${MPICC:-mpicc}
 CC=${CC:-gcc}
 
@@ -192,7 +192,10 @@ run_one() {
     local rows
     rows=$(grep -cE '^[0-9]+,[0-9.eE+-]+,[0-9.eE+-]+$' "$out.csv")
     if [[ $rc -ne 0 || $rows -eq 0 ]]; then
-        say "   round $r $stack: FAILED (rc=$rc, $rows rows) - see $out.err"
+        local kept="no data"
+        [[ $rows -gt 0 ]] && kept="its $rows complete rows are kept"
+        [[ $rc -eq 124 ]] && kept+=", killed after RUN_TIMEOUT=$RUN_TIMEOUT s"
+        say "   round $r $stack: FAILED (rc=$rc; $kept) - see $out.err"
         tail -n 5 "$out.err" | sed 's/^/     | /'
     else
         say "   round $r $stack: $rows sizes in $((SECONDS - t0)) s"
@@ -297,7 +300,7 @@ for p in $PROVIDERS; do
         say ""
         say "-- provider $p: $what ($unit)"
         hdr=$(printf '%-10s' size)
-        for s in "${all[@]}"; do hdr+=$(printf ' %12s' "$(label $s "$p")"); done
+        for s in "${all[@]}"; do hdr+=$(printf ' %12s' "$(label "$s" "$p")"); done
         hdr+=$(printf ' %14s %14s' "pscomm/ofi" "pscomm/zmq")
         say "$hdr"
         for size in $TABLE_SIZES; do

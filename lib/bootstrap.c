@@ -81,6 +81,7 @@ struct record {
 	char version[32];
 	char provider[64];
 	char addr_format[32];
+	char ctx[16];
 	char agree[1024];
 	uint64_t hash;
 	char host[64];
@@ -96,6 +97,7 @@ static void rec_fill(struct record *rec, const struct ps_comm *c)
 		 c->ep->info->fabric_attr->prov_name);
 	snprintf(rec->addr_format, sizeof(rec->addr_format), "%u",
 		 c->ep->info->addr_format);
+	snprintf(rec->ctx, sizeof(rec->ctx), "%u", c->ctx);
 	rec->hash = psc_params_agree_text(&c->params, rec->agree,
 					  sizeof(rec->agree));
 	gethostname(rec->host, sizeof(rec->host) - 1);
@@ -106,9 +108,9 @@ static void rec_fill(struct record *rec, const struct ps_comm *c)
 /* Serialise as "key=value\n" lines, a blank line, then the address. */
 static size_t rec_encode(const struct record *rec, uint8_t *buf, size_t len)
 {
-	int n = snprintf((char *)buf, len, "v=%s\nprov=%s\nfmt=%s\nhash=%016llx"
-			 "\nagree=%s\nhost=%s\naddrlen=%zu\n\n", rec->version,
-			 rec->provider, rec->addr_format,
+	int n = snprintf((char *)buf, len, "v=%s\nprov=%s\nfmt=%s\nctx=%s\n"
+			 "hash=%016llx\nagree=%s\nhost=%s\naddrlen=%zu\n\n",
+			 rec->version, rec->provider, rec->addr_format, rec->ctx,
 			 (unsigned long long)rec->hash, rec->agree, rec->host,
 			 rec->addrlen);
 
@@ -163,6 +165,7 @@ static bool rec_decode(const uint8_t *buf, size_t len, struct record *rec)
 	    !rec_field(text, "prov", rec->provider, sizeof(rec->provider)) ||
 	    !rec_field(text, "fmt", rec->addr_format,
 		       sizeof(rec->addr_format)) ||
+	    !rec_field(text, "ctx", rec->ctx, sizeof(rec->ctx)) ||
 	    !rec_field(text, "agree", rec->agree, sizeof(rec->agree)) ||
 	    !rec_field(text, "host", rec->host, sizeof(rec->host)) ||
 	    !rec_field(text, "hash", num, sizeof(num)))
@@ -215,6 +218,11 @@ static bool rec_agree(const struct record *me, const struct record *them,
 		snprintf(diff, sizeof(diff), "address format %s here vs %s "
 			 "there (mixed IPv4/IPv6?)", me->addr_format,
 			 them->addr_format);
+	else if (strcmp(me->ctx, them->ctx) != 0)
+		snprintf(diff, sizeof(diff), "communicator context %s here vs "
+			 "%s there (ranks must create communicators in the "
+			 "same order with the same settings)", me->ctx,
+			 them->ctx);
 	else if (me->hash != them->hash)
 		first_difference(me->agree, them->agree, diff, sizeof(diff));
 	else
@@ -342,6 +350,8 @@ static int exchange(struct ps_comm *c, struct psc_store *s)
 			return -EBADE;
 		}
 		rc = psc_ep_av_insert(c->ep, them.addr, &c->peers[r]);
+		psc_log(PSC_LOG_DEBUG, c->rank, "rank %d on %s: fi_addr %llu",
+			r, them.host, (unsigned long long)c->peers[r]);
 		if (rc) {
 			snprintf(s->err, sizeof(s->err), "fi_av_insert of rank "
 				 "%d (%s) failed: %s", r, them.host,
@@ -422,12 +432,11 @@ int psc_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	c->peers = calloc((size_t)c->size, sizeof(*c->peers));
 	if (!c->peers)
 		return PS_COMM_ERR_NOMEM;
-	rc = psc_ep_open(&c->ep, &cfg, err, sizeof(err));
+	rc = psc_ep_acquire(&c->ep, &cfg, &c->ctx, err, sizeof(err));
 	if (rc) {
 		psc_comm_set_error(c, "%s", err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
 	}
-	c->owns_ep = true;
 	snprintf(c->provider, sizeof(c->provider), "%s",
 		 c->ep->info->fabric_attr->prov_name);
 	if (strcmp(spec, "none") == 0)

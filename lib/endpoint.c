@@ -24,7 +24,7 @@ static struct fi_info *make_hints(void)
 
 	if (!h)
 		return NULL;
-	h->caps = FI_TAGGED | FI_DIRECTED_RECV;
+	h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
 	h->mode = FI_CONTEXT | FI_CONTEXT2;
 	h->ep_attr->type = FI_EP_RDM;
 	h->domain_attr->av_type = FI_AV_TABLE;
@@ -147,6 +147,11 @@ static int ep_choose(struct psc_ep *ep, const struct psc_ep_config *cfg,
 		ep->caps.max_msg_size = cfg->params->max_msg_size;
 	if (ep->caps.inject_size > ep->caps.max_msg_size)
 		ep->caps.inject_size = ep->caps.max_msg_size;
+	if (cfg->params->sw_match)
+		ep->caps.sw_match = true;
+	/* Untagged eager messages must fit one provider message. */
+	if (ep->caps.max_msg_size < PSC_SW_HDR + PSC_SW_EAGER)
+		ep->caps.sw_match = false;
 	return 0;
 }
 
@@ -185,8 +190,19 @@ static const char *wait_mode_name(enum psc_wait_mode m)
 						      : "poll+backoff";
 }
 
-int psc_ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
-		char *err, size_t len)
+/* What two communicators must share to share an endpoint. */
+static void ep_key(const struct psc_ep_config *cfg, char *key, size_t len)
+{
+	const char *filter = getenv("FI_PROVIDER");
+
+	snprintf(key, len, "prov=%s;if=%s;max=%zu;spin=%g;sw=%d",
+		 filter ? filter : "", cfg->iface ? cfg->iface->addrstr : "",
+		 cfg->params->max_msg_size, cfg->params->spin_us,
+		 cfg->params->sw_match);
+}
+
+static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
+		   char *err, size_t len)
 {
 	struct psc_ep *ep = calloc(1, sizeof(*ep));
 	struct fi_av_attr av_attr = {0};
@@ -247,19 +263,34 @@ int psc_ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 	rc = fi_getname(&ep->ep->fid, ep->name, &ep->namelen);
 	if (rc)
 		goto err_close_ep;
+	step = "posting receive buffers";
+	if (ep->caps.sw_match && (rc = psc_sw_open(ep)) != 0)
+		goto err_close_ep;
+	if (psc_log_enabled(PSC_LOG_DEBUG)) {
+		char txt[128];
+		size_t tl = sizeof(txt);
+
+		if (!fi_av_straddr(ep->av, ep->name, txt, &tl))
+			snprintf(txt, sizeof(txt), "(unprintable)");
+		psc_log(PSC_LOG_DEBUG, ep->rank, "endpoint name %s (%zu bytes)",
+			txt, ep->namelen);
+	}
 	psc_log(PSC_LOG_INFO, ep->rank, "provider %s, fabric %s, domain %s, "
 		"tag bits %u (user tag %u bits), max_msg_size %zu, inject "
-		"%zu, %s progress, waits by %s",
+		"%zu, %s progress, waits by %s%s",
 		ep->info->fabric_attr->prov_name, ep->info->fabric_attr->name,
 		ep->info->domain_attr->name, ep->caps.tag_bits,
 		ep->tl.user_bits, ep->caps.max_msg_size, ep->caps.inject_size,
 		ep->caps.manual_progress ? "manual" : "auto",
-		wait_mode_name(ep->wait_mode));
+		wait_mode_name(ep->wait_mode),
+		ep->caps.sw_match ? ", software matching" : "");
 	*out = ep;
 	return 0;
 
 err_close_ep:
 	fi_close(&ep->ep->fid);
+	while (ep->live)
+		psc_req_free(ep->live);
 err_close_av:
 	fi_close(&ep->av->fid);
 err_close_cq:
@@ -291,9 +322,32 @@ int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *fi_addr)
 	return rc == 1 ? 0 : -EADDRNOTAVAIL;
 }
 
-void psc_ep_close(struct psc_ep *ep)
+int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
+		   uint32_t *ctx, char *err, size_t len)
 {
-	if (!ep)
+	char key[160];
+	struct psc_ep *ep;
+	int rc;
+
+	ep_key(cfg, key, sizeof(key));
+	ep = psc_ep_find_shared(key);
+	if (!ep) {
+		rc = ep_open(&ep, cfg, err, len);
+		if (rc)
+			return rc;
+		snprintf(ep->key, sizeof(ep->key), "%s", key);
+		psc_ep_register(ep);
+	}
+	pthread_mutex_lock(&ep->lock);
+	*ctx = ep->next_ctx++ & ((1u << PSC_TAG_CTX_BITS) - 1);
+	pthread_mutex_unlock(&ep->lock);
+	*out = ep;
+	return 0;
+}
+
+void psc_ep_release(struct psc_ep *ep)
+{
+	if (!ep || !psc_ep_unregister(ep))
 		return;
 	fi_close(&ep->ep->fid);
 	fi_close(&ep->av->fid);
@@ -303,6 +357,7 @@ void psc_ep_close(struct psc_ep *ep)
 	/* No completion can arrive now: free what libfabric held. */
 	while (ep->live)
 		psc_req_free(ep->live);
+	psc_sw_close(ep);
 	fi_freeinfo(ep->info);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);

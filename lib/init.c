@@ -95,8 +95,7 @@ static int init_fail(struct ps_comm *c, int rc)
 {
 	psc_log(PSC_LOG_ERROR, c->rank, "ps_comm_init failed: %s: %s",
 		ps_comm_strerror(rc), c->last_error);
-	if (c->ep)
-		psc_ep_close(c->ep);
+	psc_ep_release(c->ep);
 	free(c->peers);
 	free(c);
 	return rc;
@@ -210,8 +209,7 @@ int ps_comm_finalize(ps_comm_t c)
 				ps_comm_strerror(rc));
 	}
 	cancel_all(c, PS_COMM_ERR_CANCELED);
-	if (c->owns_ep)
-		psc_ep_close(c->ep);
+	psc_ep_release(c->ep);
 	free(c->peers);
 	free(c);
 	return rc;

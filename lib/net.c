@@ -58,6 +58,9 @@ int psc_hostport_parse(const char *s, struct psc_hostport *hp)
 		char *end;
 		long v;
 
+		/* strtol would accept blanks and signs: digits only. */
+		if (*port < '0' || *port > '9')
+			return -EINVAL;
 		errno = 0;
 		v = strtol(port, &end, 10);
 		if (errno || end == port || *end || v < 0 || v > 65535)
@@ -436,17 +439,20 @@ fail:
 }
 
 int psc_connect_retry(const struct sockaddr *addr, socklen_t addrlen,
-		      double deadline)
+		      double deadline, int *last_err)
 {
-	int fd = -ETIMEDOUT;
-
+	*last_err = ETIMEDOUT;
 	for (unsigned attempt = 0; psc_now() < deadline; attempt++) {
-		fd = connect_once(addr, addrlen, deadline);
-		if (fd >= 0 || fd == -ETIMEDOUT)
+		int fd = connect_once(addr, addrlen, deadline);
+
+		if (fd >= 0)
 			return fd;
+		*last_err = -fd;
+		if (fd == -ETIMEDOUT)
+			break;
 		backoff_sleep(attempt, deadline);
 	}
-	return fd < 0 ? fd : -ETIMEDOUT;
+	return -ETIMEDOUT;
 }
 
 int psc_write_full(int fd, const void *buf, size_t len, double deadline)

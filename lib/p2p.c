@@ -13,6 +13,7 @@
  */
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "psc.h"
@@ -111,9 +112,30 @@ static uint64_t be_get(const uint8_t *p, int n)
 	return v;
 }
 
+/* The largest message sent as one piece. */
+static size_t single_limit(const struct psc_ep *ep)
+{
+	return ep->caps.sw_match ? PSC_MIN(PSC_SW_EAGER, ep->caps.max_msg_size)
+				 : ep->caps.max_msg_size;
+}
+
+/*
+ * Send r as the first piece of a message: untagged with a header under
+ * software matching, else tagged. Lock held.
+ */
+static int post_first_send(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	if (ep->caps.sw_match) {
+		r->untagged = true;
+		psc_sw_encode_hdr(r);
+	}
+	return psc_ep_post(ep, r);
+}
+
 /* Create and post one child operation of parent. Lock held. */
 static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
-		      void *buf, size_t len, uint64_t tag, uint64_t ignore)
+		      void *buf, size_t len, uint64_t tag, uint64_t ignore,
+		      bool first)
 {
 	struct ps_comm *c = parent->comm;
 	struct ps_comm_request *k = psc_req_alloc(c, kind);
@@ -128,7 +150,7 @@ static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
 	k->addr = parent->addr;
 	k->data = len;
 	psc_req_adopt(parent, k);
-	rc = psc_ep_post(c->ep, k);
+	rc = first ? post_first_send(c->ep, k) : psc_ep_post(c->ep, k);
 	if (rc)
 		psc_req_complete(k, psc_err_from_fi(rc));
 	return rc;
@@ -155,10 +177,10 @@ static int isend_large(struct ps_comm *c, struct ps_comm_request *p,
 	p->children_left++;
 	rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
 			psc_tag_make(tl, proto, true, c->ctx,
-				     (uint32_t)c->rank, tag), 0);
+				     (uint32_t)c->rank, tag), 0, true);
 	for (size_t off = 0; rc == 0 && off < len; off += max)
 		rc = post_child(p, PSC_REQ_SEND, (char *)buf + off,
-				PSC_MIN(max, len - off), ctag, 0);
+				PSC_MIN(max, len - off), ctag, 0, false);
 	p->children_left--;
 	if (p->children_left == 0)
 		psc_req_complete(p, p->status.error);
@@ -177,8 +199,8 @@ int psc_isend(struct ps_comm *c, unsigned proto, const void *buf,
 		pthread_mutex_unlock(&ep->lock);
 		return PS_COMM_ERR_ABORTED;
 	}
-	r = psc_req_alloc(c, len > ep->caps.max_msg_size ? PSC_REQ_PARENT
-							 : PSC_REQ_SEND);
+	r = psc_req_alloc(c, len > single_limit(ep) ? PSC_REQ_PARENT
+						    : PSC_REQ_SEND);
 	if (!r) {
 		pthread_mutex_unlock(&ep->lock);
 		return PS_COMM_ERR_NOMEM;
@@ -195,7 +217,7 @@ int psc_isend(struct ps_comm *c, unsigned proto, const void *buf,
 		r->data = len;
 		r->tag = psc_tag_make(&ep->tl, proto, false, c->ctx,
 				      (uint32_t)c->rank, tag);
-		rc = psc_ep_post(ep, r);
+		rc = post_first_send(ep, r);
 	}
 	if (rc) {
 		psc_comm_set_error(c, "posting a send to rank %d failed: %s",
@@ -239,7 +261,11 @@ int psc_irecv(struct ps_comm *c, unsigned proto, void *buf, size_t len,
 	}
 	r->addr = FI_ADDR_UNSPEC;
 	psc_tag_match(&ep->tl, proto, c->ctx, peer, tag, &r->tag, &r->ignore);
-	rc = psc_ep_post(ep, r);
+	rc = 0;
+	if (ep->caps.sw_match)
+		psc_sw_recv(ep, r);
+	else
+		rc = psc_ep_post(ep, r);
 	if (rc) {
 		psc_comm_set_error(c, "posting a receive failed: %s",
 				   fi_strerror(-rc));
@@ -250,6 +276,26 @@ int psc_irecv(struct ps_comm *c, unsigned proto, void *buf, size_t len,
 	*req = r;
 	pthread_mutex_unlock(&ep->lock);
 	return 0;
+}
+
+/*
+ * Receive a chunk that does not fit: into a buffer of its full size, so
+ * the provider never truncates (rxm drops the connection when it does);
+ * the part that fits is copied out on completion.
+ */
+static int post_discard(struct ps_comm_request *r, void *dst, size_t take,
+			size_t n, uint64_t tag, uint64_t ignore)
+{
+	void *tmp = malloc(n ? n : 1);
+	int rc;
+
+	if (!tmp)
+		return -ENOMEM;
+	rc = post_child(r, PSC_REQ_RECV, tmp, n, tag, ignore, false);
+	r->kids->owns_buf = true;
+	r->kids->user_buf = dst;
+	r->kids->user_len = take;
+	return rc;
 }
 
 /* Turn r into the parent of one receive per chunk of a large message. */
@@ -280,7 +326,11 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 		char *dst = (char *)r->user_buf + (off < r->user_len ? off
 						     : r->user_len);
 
-		rc = post_child(r, PSC_REQ_RECV, dst, take, ctag, ignore);
+		if (take < n && r->comm->ep->caps.sw_match)
+			rc = post_discard(r, dst, take, n, ctag, ignore);
+		else
+			rc = post_child(r, PSC_REQ_RECV, dst, take, ctag,
+					ignore, false);
 		if (take < n)
 			r->kids->expect_trunc = true;
 	}

@@ -56,20 +56,27 @@ int psc_param_parse_size(const char *s, size_t *out)
 	unsigned long long v, mult = 1;
 	char *end;
 
-	if (*s == '-')
+	/* strtoull would skip blanks and accept a sign: digits only. */
+	if (*s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
 	if (errno || end == s)
 		return -EINVAL;
 	switch (*end) {
-	case 'k': case 'K': mult = 1ULL << 10; end++; break;
-	case 'm': case 'M': mult = 1ULL << 20; end++; break;
-	case 'g': case 'G': mult = 1ULL << 30; end++; break;
+	case 'k': case 'K': mult = 1ULL << 10; break;
+	case 'm': case 'M': mult = 1ULL << 20; break;
+	case 'g': case 'G': mult = 1ULL << 30; break;
 	default: break;
 	}
-	if (*end == 'i' || *end == 'B')
-		end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+	/* A unit may be spelt K, KB or KiB; nothing else may follow. */
+	if (mult > 1) {
+		end++;
+		if (end[0] == 'i' && end[1] == 'B')
+			end += 2;
+		else if (end[0] == 'B')
+			end++;
+	}
 	if (*end != '\0' || (v && mult > SIZE_MAX / v))
 		return -EINVAL;
 	*out = (size_t)(v * mult);

@@ -21,14 +21,98 @@
 
 #define CQ_BATCH 16
 
+/*
+ * Every open endpoint of the process. Data progress is manual on most
+ * providers, so a thread blocked on one endpoint also drives the others:
+ * otherwise two communicators in one process can wait on each other.
+ */
+static pthread_mutex_t eps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct psc_ep *eps_head;
+static int eps_count;
+
+struct psc_ep *psc_ep_find_shared(const char *key)
+{
+	struct psc_ep *e;
+
+	pthread_mutex_lock(&eps_lock);
+	for (e = eps_head; e; e = e->next_ep)
+		if (strcmp(e->key, key) == 0) {
+			e->refs++;
+			break;
+		}
+	pthread_mutex_unlock(&eps_lock);
+	return e;
+}
+
+void psc_ep_register(struct psc_ep *ep)
+{
+	pthread_mutex_lock(&eps_lock);
+	ep->refs = 1;
+	ep->next_ep = eps_head;
+	eps_head = ep;
+	__atomic_add_fetch(&eps_count, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&eps_lock);
+}
+
+bool psc_ep_unregister(struct psc_ep *ep)
+{
+	bool last;
+
+	pthread_mutex_lock(&eps_lock);
+	last = --ep->refs == 0;
+	for (struct psc_ep **p = &eps_head; last && *p; p = &(*p)->next_ep)
+		if (*p == ep) {
+			*p = ep->next_ep;
+			__atomic_sub_fetch(&eps_count, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	pthread_mutex_unlock(&eps_lock);
+	return last;
+}
+
+/* Progress the other endpoints; skip any that another thread holds. */
+static void progress_others(struct psc_ep *self)
+{
+	if (__atomic_load_n(&eps_count, __ATOMIC_RELAXED) < 2)
+		return;
+	pthread_mutex_lock(&eps_lock);
+	for (struct psc_ep *e = eps_head; e; e = e->next_ep)
+		if (e != self && pthread_mutex_trylock(&e->lock) == 0) {
+			psc_progress(e);
+			pthread_mutex_unlock(&e->lock);
+		}
+	pthread_mutex_unlock(&eps_lock);
+}
+
+/* A software-matched first message: header, then payload. */
+static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
+			     bool *injected)
+{
+	struct iovec iov[2] = {{r->scratch, PSC_SW_HDR}, {r->buf, r->len}};
+
+	if (PSC_SW_HDR + r->len <= ep->caps.inject_size) {
+		uint8_t flat[PSC_SW_HDR + PSC_SW_EAGER];
+
+		memcpy(flat, r->scratch, PSC_SW_HDR);
+		memcpy(flat + PSC_SW_HDR, r->buf, r->len);
+		*injected = true;
+		return fi_inject(ep->ep, flat, PSC_SW_HDR + r->len, r->addr);
+	}
+	return fi_sendv(ep->ep, iov, NULL, r->len ? 2 : 1, r->addr, &r->fctx);
+}
+
 /* Hand one request to libfabric. Returns 0, -FI_EAGAIN or an error. */
 static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
 			bool *injected)
 {
 	*injected = false;
+	if (r->kind == PSC_REQ_BOUNCE)
+		return fi_recv(ep->ep, r->buf, r->len, NULL, r->addr, &r->fctx);
 	if (r->kind == PSC_REQ_RECV)
 		return fi_trecv(ep->ep, r->buf, r->len, NULL, r->addr, r->tag,
 				r->ignore, &r->fctx);
+	if (r->untagged)
+		return post_untagged(ep, r, injected);
 	if (ep->caps.len_in_cq_data) {
 		if (r->len <= ep->caps.inject_size) {
 			*injected = true;
@@ -63,9 +147,16 @@ static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
 	return 0;
 }
 
+/* Receives and bounce buffers wait in the receive queue. */
+static struct psc_req_queue *queue_of(struct psc_ep *ep,
+				      const struct ps_comm_request *r)
+{
+	return r->kind == PSC_REQ_SEND ? &ep->txq : &ep->rxq;
+}
+
 int psc_ep_post(struct psc_ep *ep, struct ps_comm_request *r)
 {
-	struct psc_req_queue *q = r->kind == PSC_REQ_RECV ? &ep->rxq : &ep->txq;
+	struct psc_req_queue *q = queue_of(ep, r);
 	ssize_t rc;
 
 	/* Behind a queued operation, wait in line: order must hold. */
@@ -118,12 +209,19 @@ static void handle_completion(struct psc_ep *ep,
 		return;
 	r = req_of(ev->op_context);
 	ep->posted--;
+	if (r->kind == PSC_REQ_BOUNCE) {
+		psc_sw_arrival(ep, r, ev->len);
+		return;
+	}
 	if (r->kind == PSC_REQ_RECV && r->first) {
 		rc = psc_p2p_first_recv(r, ev);
 		if (rc == 1)
 			return;
 	} else if (r->kind == PSC_REQ_RECV) {
 		r->status.len = ev->len;
+		/* A chunk received whole into a buffer of its own. */
+		if (r->owns_buf && r->user_buf)
+			memcpy(r->user_buf, r->buf, r->user_len);
 		if (ep->caps.len_in_cq_data &&
 		    (ev->flags & FI_REMOTE_CQ_DATA) &&
 		    (uint32_t)ev->data != (uint32_t)ev->len)
@@ -147,6 +245,16 @@ static void handle_cq_error(struct psc_ep *ep)
 	r = req_of(e.op_context);
 	ep->posted--;
 	err = abs(e.err); /* shm reports a negative value */
+	if (r->kind == PSC_REQ_BOUNCE) {
+		/* Cancelled at close, or an oversized message: keep serving. */
+		if (err != FI_ECANCELED) {
+			psc_log(PSC_LOG_WARN, ep->rank, "dropping a bad message "
+				"(%s)", fi_strerror(err));
+			r->state = PSC_REQ_QUEUED;
+			psc_ep_post(ep, r);
+		}
+		return;
+	}
 	if (err == FI_ETRUNC && r->kind == PSC_REQ_RECV) {
 		/* rxm reports len = olen = 0: the buffer was filled. */
 		if (r->first) {
@@ -212,8 +320,10 @@ int psc_progress(struct psc_ep *ep)
 
 void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 {
-	struct psc_req_queue *q = r->kind == PSC_REQ_RECV ? &ep->rxq : &ep->txq;
+	struct psc_req_queue *q = queue_of(ep, r);
 
+	if (psc_sw_cancel(ep, r))
+		return;
 	if (r->state == PSC_REQ_QUEUED) {
 		if (psc_queue_remove(q, r))
 			psc_req_complete(r, PS_COMM_ERR_CANCELED);
@@ -240,7 +350,9 @@ static void backoff(unsigned idle)
 static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 {
 	double left = deadline > 0 ? deadline - psc_now() : 1.0;
-	int ms = (int)PSC_MIN(left * 1000.0, 10.0);
+	/* With other endpoints to drive, never sleep long on this one. */
+	double cap = __atomic_load_n(&eps_count, __ATOMIC_RELAXED) > 1 ? 1 : 10;
+	int ms = (int)PSC_MIN(left * 1000.0, cap);
 
 	if (ms < 1)
 		ms = 1;
@@ -290,6 +402,7 @@ int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		pthread_mutex_unlock(&ep->lock);
 		if (done(arg))
 			return 0;
+		progress_others(ep);
 		t = psc_now();
 		if (deadline > 0 && t >= deadline)
 			return -ETIMEDOUT;

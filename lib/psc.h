@@ -189,11 +189,12 @@ int psc_listen(struct sockaddr_storage *addr, socklen_t addrlen,
 
 /*
  * Connect to addr, retrying refused or unreachable attempts with jittered
- * exponential backoff until deadline (psc_now() seconds). Returns the fd
- * or a negative errno (-ETIMEDOUT when the deadline passed).
+ * exponential backoff until deadline (psc_now() seconds). Returns the fd,
+ * or -ETIMEDOUT when the deadline passed with the last attempt's errno in
+ * *last_err (for the message).
  */
 int psc_connect_retry(const struct sockaddr *addr, socklen_t addrlen,
-		      double deadline);
+		      double deadline, int *last_err);
 
 /*
  * Write or read exactly len bytes before deadline. Return 0, -ETIMEDOUT,
@@ -290,7 +291,10 @@ bool psc_store_pmix_available(void);
 /* Rank and size as PMIx reports them; -ENOSYS without PMIx. */
 int psc_store_pmix_rank_size(int *rank, int *size);
 
-/* Job id for the tcp store: hash of PS_COMM_JOB_KEY (0 when unset). */
+/*
+ * Job id for the tcp store: a hash of PS_COMM_JOB_KEY (of the empty key
+ * when unset) in the high 48 bits; the low 16 count communicators.
+ */
 uint64_t psc_store_job_id(const struct psc_params *p);
 
 /* ------------------------------------------------------------- tags */
@@ -345,7 +349,12 @@ bool psc_tag_is_large(const struct psc_tag_layout *l, uint64_t t);
 
 /* ---------------------------------------------------------- requests */
 
-enum psc_req_kind { PSC_REQ_SEND, PSC_REQ_RECV, PSC_REQ_PARENT };
+enum psc_req_kind {
+	PSC_REQ_SEND,
+	PSC_REQ_RECV,
+	PSC_REQ_PARENT, /* a large message: children do the work */
+	PSC_REQ_BOUNCE, /* an endpoint's software-matching buffer */
+};
 enum psc_req_state { PSC_REQ_QUEUED, PSC_REQ_POSTED, PSC_REQ_DONE };
 
 struct psc_ep;
@@ -379,6 +388,8 @@ struct ps_comm_request {
 	bool abandoned;	      /* owner gone: free when done */
 	bool first;	      /* first receive of a user message */
 	bool expect_trunc;    /* chunk past the buffer: truncation is ok */
+	bool untagged;	      /* software matching: header in scratch */
+	bool owns_buf;	      /* buf is malloc'd: free it with the request */
 	size_t user_len;      /* receive: the caller's buffer length */
 	void *user_buf;
 	uint8_t scratch[32];  /* large header or short-receive bounce */
@@ -395,6 +406,9 @@ struct psc_req_queue {
  */
 struct ps_comm_request *psc_req_alloc(struct ps_comm *comm,
 				      enum psc_req_kind kind);
+/* The same for an endpoint-owned request (no communicator). */
+struct ps_comm_request *psc_req_alloc_ep(struct psc_ep *ep,
+					 enum psc_req_kind kind);
 /* Unlink and free a request and its children. Lock held. */
 void psc_req_free(struct ps_comm_request *r);
 /* Add child to parent (lock held). */
@@ -440,11 +454,28 @@ struct psc_ep {
 	size_t namelen;
 	struct psc_req_queue txq, rxq; /* posts deferred by EAGAIN */
 	struct ps_comm_request *live;  /* every allocated request */
+	struct ps_comm_request *sw_posted; /* software-matched receives */
+	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
 	size_t posted;		       /* operations libfabric holds */
 	double spin_us;		       /* busy-poll before backing off */
 	int rank;		       /* for log lines */
 	char iface[64];		       /* interface used, or "" */
+	struct psc_ep *next_ep;	       /* the process's endpoint list */
+	char key[160];		       /* what sharing it requires */
+	int refs;		       /* communicators using it */
+	uint32_t next_ctx;	       /* context id of the next one */
 };
+
+/*
+ * The process's list of open endpoints, which blocking waits progress.
+ * psc_ep_find_shared returns the endpoint with this key with its refs
+ * raised, or NULL; register adds a new endpoint (refs 1); unregister
+ * drops a reference and returns true when it was the last, removing the
+ * endpoint from the list. Thread-safe; never called with ep->lock held.
+ */
+struct psc_ep *psc_ep_find_shared(const char *key);
+void psc_ep_register(struct psc_ep *ep);
+bool psc_ep_unregister(struct psc_ep *ep);
 
 /* How an endpoint is chosen and opened. */
 struct psc_ep_config {
@@ -454,15 +485,23 @@ struct psc_ep_config {
 };
 
 /*
- * Choose a provider entry (honouring FI_PROVIDER) and open fabric, domain,
- * endpoint, CQ and AV. Returns 0, or a negative errno with a message in
- * err, which for "nothing usable" lists the providers that would work.
+ * Get an endpoint for a communicator: the process's open endpoint opened
+ * with the same settings if there is one (one endpoint serves several
+ * communicators, told apart by context ids), else a new one: choose a
+ * provider entry (honouring FI_PROVIDER) and open fabric, domain,
+ * endpoint, CQ and AV. *ctx receives the communicator's context id; ranks
+ * that create communicators in the same order get the same ids. Returns
+ * 0, or a negative errno with a message in err, which for "nothing
+ * usable" lists the providers installed.
  */
-int psc_ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
-		char *err, size_t len);
+int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
+		   uint32_t *ctx, char *err, size_t len);
 
-/* Close in order (endpoint, CQ/AV, domain, fabric) and free. */
-void psc_ep_close(struct psc_ep *ep);
+/*
+ * Drop a communicator's hold; the last one closes in order (endpoint,
+ * CQ/AV, domain, fabric) and frees every request left.
+ */
+void psc_ep_release(struct psc_ep *ep);
 
 /*
  * Insert one peer address (as fi_getname returned it) into the AV; called
@@ -506,11 +545,35 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r);
 int psc_p2p_first_recv(struct ps_comm_request *r,
 		       const struct fi_cq_tagged_entry *ev);
 
+/* ---------------------------------------------- software matching */
+
+/* Header and eager payload of a software-matched first message. */
+#define PSC_SW_HDR 16
+#define PSC_SW_EAGER 8192
+
+struct psc_sw_unexp;
+
+/* Post the endpoint's bounce buffers (caps.sw_match). Returns 0/-errno. */
+int psc_sw_open(struct psc_ep *ep);
+/* Free arrivals nobody received (at close). */
+void psc_sw_close(struct psc_ep *ep);
+/* Write r's tag and length into r->scratch for an untagged send. */
+void psc_sw_encode_hdr(struct ps_comm_request *r);
+/*
+ * A bounce buffer b received got bytes: match it to the first fitting
+ * receive or keep it, then repost b. Lock held.
+ */
+void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
+		    size_t got);
+/* Match first receive r against kept arrivals, or queue it. Lock held. */
+void psc_sw_recv(struct psc_ep *ep, struct ps_comm_request *r);
+/* Withdraw a queued receive; true if it was queued. Lock held. */
+bool psc_sw_cancel(struct psc_ep *ep, struct ps_comm_request *r);
+
 /* ------------------------------------------------------ communicator */
 
 struct ps_comm {
 	struct psc_ep *ep;
-	bool owns_ep;
 	int rank;
 	int size;
 	uint32_t ctx;

@@ -11,17 +11,15 @@
 
 #include "psc.h"
 
-struct ps_comm_request *psc_req_alloc(struct ps_comm *comm,
-				      enum psc_req_kind kind)
+struct ps_comm_request *psc_req_alloc_ep(struct psc_ep *ep,
+					 enum psc_req_kind kind)
 {
 	struct ps_comm_request *r = calloc(1, sizeof(*r));
-	struct psc_ep *ep = comm->ep;
 
 	if (!r)
 		return NULL;
 	r->kind = kind;
 	r->state = PSC_REQ_QUEUED;
-	r->comm = comm;
 	r->ep = ep;
 	r->status.source = -1;
 	r->status.tag = -1;
@@ -29,6 +27,16 @@ struct ps_comm_request *psc_req_alloc(struct ps_comm *comm,
 	if (ep->live)
 		ep->live->live_prev = r;
 	ep->live = r;
+	return r;
+}
+
+struct ps_comm_request *psc_req_alloc(struct ps_comm *comm,
+				      enum psc_req_kind kind)
+{
+	struct ps_comm_request *r = psc_req_alloc_ep(comm->ep, kind);
+
+	if (r)
+		r->comm = comm;
 	return r;
 }
 
@@ -49,6 +57,8 @@ void psc_req_free(struct ps_comm_request *r)
 		ep->live = r->live_next;
 	if (r->live_next)
 		r->live_next->live_prev = r->live_prev;
+	if (r->owns_buf)
+		free(r->buf);
 	free(r);
 }
 

@@ -18,6 +18,11 @@
 
 #include "psc.h"
 
+/* The low bits of the job field count communicators (generations). */
+#define GEN_MASK 0xffffULL
+/* The rank field of an ERROR reply that asks the client to retry. */
+#define RETRY_RANK (-2)
+
 /* ------------------------------------------------------------ codec */
 
 static void put_be(uint8_t *p, uint64_t v, int bytes)
@@ -81,7 +86,20 @@ int psc_wire_decode(const uint8_t *buf, struct psc_wire_hdr *h, char *err,
 uint64_t psc_store_job_id(const struct psc_params *p)
 {
 	return psc_fnv1a(PSC_FNV_INIT ^ 0x7073636f6d6dULL, p->job_key,
-			 strlen(p->job_key));
+			 strlen(p->job_key)) &
+	       ~GEN_MASK;
+}
+
+/*
+ * The n-th tcp rendezvous this process joins. Ranks create communicators
+ * in the same order, so equal generations identify the same communicator
+ * even when one root port serves several in turn.
+ */
+static uint64_t next_generation(void)
+{
+	static unsigned gen;
+
+	return __atomic_fetch_add(&gen, 1, __ATOMIC_RELAXED) & GEN_MASK;
 }
 
 /* Send one message: header then payload. */
@@ -216,10 +234,21 @@ static void handle_hello(struct server *sv, struct conn *c)
 	const struct psc_wire_hdr *h = &c->hdr;
 	char why[256];
 
-	if (h->job != sv->job) {
+	if ((h->job & ~GEN_MASK) != (sv->job & ~GEN_MASK)) {
 		snprintf(why, sizeof(why), "foreign job (PS_COMM_JOB_KEY "
 			 "differs) from %s", c->peer);
 		conn_refuse(sv, c, why);
+		return;
+	}
+	if (h->job != sv->job) {
+		/* A later communicator of the same job: it must wait. */
+		struct psc_wire_hdr r = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
+					 PSC_WIRE_ERROR, h->job, RETRY_RANK,
+					 sv->size, 0};
+
+		wire_send(c->fd, &r, NULL, psc_now() + 1);
+		close(c->fd);
+		c->fd = -1;
 		return;
 	}
 	if (h->size != sv->size) {
@@ -563,7 +592,7 @@ static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 		return rc;
 	}
 	if (psc_wire_decode(hb, rh, why, sizeof(why)) != 0 ||
-	    rh->job != t->job) {
+	    (rh->job & ~GEN_MASK) != (t->job & ~GEN_MASK)) {
 		snprintf(s->err, sizeof(s->err), "malformed reply from the "
 			 "rendezvous at %s: %s", t->root,
 			 rh->job != t->job ? "foreign job" : why);
@@ -583,6 +612,8 @@ static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 		}
 		((char *)*rpay)[rh->len] = '\0';
 	}
+	if (rh->type == PSC_WIRE_ERROR && rh->rank == RETRY_RANK)
+		return -EAGAIN;
 	if (rh->type == PSC_WIRE_ERROR) {
 		snprintf(s->err, sizeof(s->err), "%s",
 			 *rpay ? (char *)*rpay : "rendezvous error");
@@ -700,6 +731,46 @@ static const struct psc_store_ops tcp_ops = {
 	.close = tcp_close,
 };
 
+/*
+ * Connect and say HELLO until the root accepts us. A root still serving
+ * this job's previous communicator answers "retry", or closes as it ends.
+ */
+static int client_join(struct psc_store *s, const struct sockaddr_storage *ra,
+		       socklen_t ralen, const char *host)
+{
+	struct tcp_store *t = s->priv;
+	int rc = -ETIMEDOUT, last;
+
+	for (unsigned attempt = 0; psc_now() < s->deadline; attempt++) {
+		struct psc_wire_hdr rh;
+		void *rp = NULL;
+
+		t->fd = psc_connect_retry((const struct sockaddr *)ra, ralen,
+					  s->deadline, &last);
+		if (t->fd < 0) {
+			snprintf(s->err, sizeof(s->err), "cannot reach the "
+				 "rendezvous at %s within PS_COMM_TIMEOUT "
+				 "(last attempt: %s); is rank 0 running, and "
+				 "is PS_COMM_ROOT right?", t->root,
+				 strerror(last));
+			return t->fd;
+		}
+		rc = client_call(s, PSC_WIRE_HELLO, host,
+				 (uint32_t)strlen(host), &rh, &rp);
+		free(rp);
+		if (rc == 0)
+			return rh.type == PSC_WIRE_OK ? 0 : -EPROTO;
+		if (rc != -EAGAIN && rc != -ECONNRESET)
+			return rc;
+		close(t->fd);
+		t->fd = -1;
+		usleep(1000u << (attempt < 8 ? attempt : 8));
+	}
+	snprintf(s->err, sizeof(s->err), "the rendezvous at %s stayed busy "
+		 "with another communicator for PS_COMM_TIMEOUT", t->root);
+	return -ETIMEDOUT;
+}
+
 /* Rank 0 binds the root address, or the wildcard if it is not local. */
 static int root_serve(struct psc_store *s, const struct sockaddr_storage *ra,
 		      socklen_t ralen, uint64_t job, struct server **sv)
@@ -736,7 +807,7 @@ int psc_store_tcp_open(struct psc_store *s, const char *root,
 	if (!t)
 		return -ENOMEM;
 	t->fd = -1;
-	t->job = psc_store_job_id(p);
+	t->job = psc_store_job_id(p) | next_generation();
 	snprintf(t->root, sizeof(t->root), "%s", root);
 	s->ops = &tcp_ops;
 	s->priv = t;
@@ -754,15 +825,6 @@ int psc_store_tcp_open(struct psc_store *s, const char *root,
 		if (rc)
 			return rc;
 	}
-	t->fd = psc_connect_retry((struct sockaddr *)&ra, ralen, s->deadline);
-	if (t->fd < 0) {
-		rc = t->fd;
-		snprintf(s->err, sizeof(s->err), "cannot reach the rendezvous "
-			 "at %s within PS_COMM_TIMEOUT: %s (is rank 0 "
-			 "running, and is PS_COMM_ROOT right?)", root,
-			 strerror(-rc));
-		return rc;
-	}
 	gethostname(host, sizeof(host) - 1);
-	return client_call_ok(s, PSC_WIRE_HELLO, host, (uint32_t)strlen(host));
+	return client_join(s, &ra, ralen, host);
 }

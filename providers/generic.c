@@ -46,6 +46,11 @@ bool psc_generic_accept(const struct fi_info *info, char *why, size_t len)
 	return true;
 }
 
+void psc_generic_fixup_hints(struct fi_info *hints)
+{
+	/* The base hints suit any provider that follows the specification. */
+}
+
 void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
 	int mr = info->domain_attr->mr_mode;
@@ -85,7 +90,7 @@ void psc_generic_describe_cq_error(int err, int prov_errno,
 const struct psc_provider_ops psc_generic_ops = {
 	.size = sizeof(struct psc_provider_ops),
 	.name = "generic",
-	.fixup_hints = NULL,
+	.fixup_hints = psc_generic_fixup_hints,
 	.accept = psc_generic_accept,
 	.derive_caps = psc_generic_derive_caps,
 	.describe_cq_error = psc_generic_describe_cq_error,

@@ -31,6 +31,7 @@ struct psc_caps {
 	bool wait_sread;	/* fi_cq_sread honours its timeout */
 	bool len_in_cq_data;	/* provider truncates silently: carry len */
 	bool ip_addressed;	/* one entry per IP interface */
+	bool sw_match;		/* match first messages in software */
 	size_t tx_size, rx_size;
 };
 
@@ -64,6 +65,7 @@ struct psc_provider_ops {
 const struct psc_provider_ops *psc_provider_lookup(const char *prov_name);
 
 /* The generic implementations, for profiles to call and extend. */
+void psc_generic_fixup_hints(struct fi_info *hints);
 bool psc_generic_accept(const struct fi_info *info, char *why, size_t len);
 void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *caps);
 void psc_generic_describe_cq_error(int err, int prov_errno,

@@ -6,6 +6,11 @@
  * It reports truncation as a negative error (-265); the progress engine
  * compares absolute values. In containers CMA may be blocked
  * (FI_SHM_DISABLE_CMA=1 is the workaround).
+ *
+ * Its tag matching of unexpected messages uses a stale ignore mask
+ * (smr_match_tagged in prov/shm/src/smr_ep.c, 1.17 and 1.18), so wildcard
+ * receives can miss or mismatch messages that arrived first. pscomm
+ * therefore matches first messages in software on shm (lib/swmatch.c).
  */
 #include "provider.h"
 
@@ -14,6 +19,7 @@ static void shm_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	psc_generic_derive_caps(info, c);
 	c->wait_fd = false;
 	c->wait_sread = false;
+	c->sw_match = true;
 }
 
 const struct psc_provider_ops psc_shm_ops = {

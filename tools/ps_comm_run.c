@@ -16,7 +16,9 @@
  * signal number to a self-pipe; with --tag-output the ranks' output pipes
  * are polled alongside it; pending deadlines become the poll timeout.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>

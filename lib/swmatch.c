@@ -1,0 +1,197 @@
+/*
+ * Software matching of first messages, for providers whose tag matching
+ * cannot be trusted with wildcards (caps.sw_match).
+ *
+ * shm in libfabric 1.17 and 1.18 matches a new receive against its queue
+ * of unexpected messages with the ignore mask left in the unexpected
+ * entry by whatever receive used that pool entry before (smr_match_tagged
+ * in prov/shm/src/smr_ep.c), not the new receive's mask: an ANY_SOURCE or
+ * ANY_TAG receive then misses messages that already arrived, or takes the
+ * wrong one. Exact receives are unaffected as long as every tagged
+ * receive ever posted is exact, which is what this mode guarantees.
+ *
+ * So in this mode the first message of every user, collective or control
+ * send travels untagged: a 16-byte header (the pscomm tag and the payload
+ * length) plus at most PSC_SW_EAGER bytes, into bounce buffers that stay
+ * posted. Arrivals are matched here against receives in posting order, or
+ * kept in arrival order until a receive comes. Larger messages send only
+ * their large-message header this way; their chunks use exact tagged
+ * receives straight into the user's buffer, so they are not copied.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "psc.h"
+
+#define SW_BOUNCES 64
+
+/* An arrival that no receive wanted yet. */
+struct psc_sw_unexp {
+	struct psc_sw_unexp *next;
+	uint64_t tag;
+	size_t len;
+	uint8_t data[];
+};
+
+static void put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+void psc_sw_encode_hdr(struct ps_comm_request *r)
+{
+	put64(r->scratch, r->tag);
+	put64(r->scratch + 8, r->len);
+}
+
+/* Post one bounce buffer. Lock held. */
+static int post_bounce(struct psc_ep *ep, struct ps_comm_request *b)
+{
+	b->state = PSC_REQ_QUEUED;
+	return psc_ep_post(ep, b);
+}
+
+int psc_sw_open(struct psc_ep *ep)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&ep->lock);
+	for (int i = 0; i < SW_BOUNCES && !rc; i++) {
+		struct ps_comm_request *b = psc_req_alloc_ep(ep, PSC_REQ_BOUNCE);
+
+		if (!b || !(b->buf = malloc(PSC_SW_HDR + PSC_SW_EAGER))) {
+			rc = -ENOMEM;
+			break;
+		}
+		b->owns_buf = true;
+		b->len = PSC_SW_HDR + PSC_SW_EAGER;
+		b->addr = FI_ADDR_UNSPEC;
+		rc = post_bounce(ep, b);
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return rc;
+}
+
+void psc_sw_close(struct psc_ep *ep)
+{
+	while (ep->sw_unexp) {
+		struct psc_sw_unexp *u = ep->sw_unexp;
+
+		ep->sw_unexp = u->next;
+		free(u);
+	}
+}
+
+static bool tag_matches(const struct ps_comm_request *r, uint64_t tag)
+{
+	return ((tag ^ r->tag) & ~r->ignore) == 0;
+}
+
+/*
+ * Deliver a message (tag, payload of len bytes) to receive r, as the
+ * provider would have: copy what fits, then let p2p interpret it.
+ */
+static void deliver(struct ps_comm_request *r, uint64_t tag,
+		    const uint8_t *data, size_t len)
+{
+	struct fi_cq_tagged_entry ev = {0};
+	int rc;
+
+	memcpy(r->buf, data, PSC_MIN(len, r->len));
+	ev.tag = tag;
+	ev.len = len;
+	r->state = PSC_REQ_POSTED;
+	rc = psc_p2p_first_recv(r, &ev);
+	if (rc != 1)
+		psc_req_complete(r, rc);
+}
+
+void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
+		    size_t got)
+{
+	const uint8_t *p = b->buf;
+	struct ps_comm_request **pp;
+	struct psc_sw_unexp *u, **tail;
+	uint64_t tag, len;
+
+	if (got < PSC_SW_HDR || (len = get64(p + 8)) != got - PSC_SW_HDR) {
+		psc_log(PSC_LOG_WARN, ep->rank, "dropping a malformed "
+			"message of %zu bytes", got);
+		goto repost;
+	}
+	tag = get64(p);
+	for (pp = &ep->sw_posted; *pp; pp = &(*pp)->next)
+		if (tag_matches(*pp, tag)) {
+			struct ps_comm_request *r = *pp;
+
+			*pp = r->next;
+			r->next = NULL;
+			deliver(r, tag, p + PSC_SW_HDR, len);
+			goto repost;
+		}
+	u = malloc(sizeof(*u) + len);
+	if (!u) {
+		psc_log(PSC_LOG_ERROR, ep->rank, "out of memory: dropping an "
+			"unexpected message of %llu bytes",
+			(unsigned long long)len);
+		goto repost;
+	}
+	u->next = NULL;
+	u->tag = tag;
+	u->len = len;
+	memcpy(u->data, p + PSC_SW_HDR, len);
+	for (tail = &ep->sw_unexp; *tail; tail = &(*tail)->next)
+		;
+	*tail = u;
+repost:
+	if (post_bounce(ep, b))
+		psc_log(PSC_LOG_ERROR, ep->rank, "cannot repost a receive "
+			"buffer");
+}
+
+void psc_sw_recv(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	struct psc_sw_unexp **pp;
+	struct ps_comm_request **tail;
+
+	for (pp = &ep->sw_unexp; *pp; pp = &(*pp)->next)
+		if (tag_matches(r, (*pp)->tag)) {
+			struct psc_sw_unexp *u = *pp;
+
+			*pp = u->next;
+			deliver(r, u->tag, u->data, u->len);
+			free(u);
+			return;
+		}
+	r->state = PSC_REQ_POSTED;
+	r->next = NULL;
+	for (tail = &ep->sw_posted; *tail; tail = &(*tail)->next)
+		;
+	*tail = r;
+}
+
+bool psc_sw_cancel(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	for (struct ps_comm_request **pp = &ep->sw_posted; *pp;
+	     pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			r->next = NULL;
+			psc_req_complete(r, PS_COMM_ERR_CANCELED);
+			return true;
+		}
+	return false;
+}

@@ -1,0 +1,555 @@
+/*
+ * The multi-process point-to-point suite, run under ps_comm_run on every
+ * provider present: message sizes from 0 B to 8 MiB, wildcards,
+ * non-overtaking order, truncation, self-send, 10,000 outstanding
+ * requests, several sending threads against one receiver, two
+ * communicators side by side, and bad arguments. Every received byte is
+ * checked against the pattern its sender wrote. Exits 0 on success, 1 on
+ * any failure, 77 when the provider is not available here.
+ *
+ * Options: --quick (fewer iterations, for slow providers).
+ */
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ps_comm.h"
+
+static int rank, size, quick, failures;
+static ps_comm_t comm;
+/* Barriers run on their own communicator so wildcards never see them. */
+static ps_comm_t ctl;
+
+static void fail(const char *test, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "not ok - rank %d %s: ", rank, test);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	failures++;
+}
+
+#define CHECK_RC(test, call)                                                   \
+	do {                                                                   \
+		int rc_ = (call);                                              \
+		if (rc_) {                                                     \
+			fail(test, "%s: %s (line %d)", #call,                  \
+			     ps_comm_strerror(rc_), __LINE__);                 \
+			return;                                                \
+		}                                                              \
+	} while (0)
+
+static unsigned char pat(int src, size_t salt, size_t i)
+{
+	return (unsigned char)((size_t)src * 37 + salt * 11 + i * 131 + 7);
+}
+
+static void fill(unsigned char *b, size_t n, int src, size_t salt)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pat(src, salt, i);
+}
+
+/* Index of the first wrong byte in b[from..n), or -1. */
+static long verify_from(const unsigned char *b, size_t from, size_t n,
+			int src, size_t salt)
+{
+	for (size_t i = from; i < n; i++)
+		if (b[i] != pat(src, salt, i))
+			return (long)i;
+	return -1;
+}
+
+static long verify(const unsigned char *b, size_t n, int src, size_t salt)
+{
+	return verify_from(b, 0, n, src, salt);
+}
+
+/* Rank 0 collects everyone, then releases everyone. */
+static void barrier(void)
+{
+	char c = 0;
+	const int tag = 30000;
+
+	if (rank) {
+		ps_comm_send(ctl, &c, 0, 0, tag);
+		ps_comm_recv(ctl, &c, 0, 0, tag, NULL);
+		return;
+	}
+	for (int i = 1; i < size; i++)
+		ps_comm_recv(ctl, &c, 0, PS_COMM_ANY_SOURCE, tag, NULL);
+	for (int i = 1; i < size; i++)
+		ps_comm_send(ctl, &c, 0, i, tag);
+}
+
+static void ok(const char *test)
+{
+	barrier();
+	if (rank == 0)
+		printf("ok - %s (%d ranks)\n", test, size);
+	fflush(stdout);
+}
+
+/* Each rank sends to its right neighbour and receives from its left. */
+static void test_sizes(void)
+{
+	static const size_t sizes[] = {0, 1, 7, 13, 4095, 65536, 100003,
+				       8u << 20};
+	const char *t = "sizes";
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+
+	for (size_t k = 0; k < sizeof(sizes) / sizeof(sizes[0]); k++) {
+		size_t n = sizes[k];
+		unsigned char *s = malloc(n + 1), *r = malloc(n + 1);
+		ps_comm_request_t req;
+		ps_comm_status_t st;
+		long bad;
+
+		fill(s, n, rank, n);
+		memset(r, 0xEE, n + 1);
+		CHECK_RC(t, ps_comm_irecv(comm, r, n, left, 1, &req));
+		CHECK_RC(t, ps_comm_send(comm, s, n, right, 1));
+		CHECK_RC(t, ps_comm_wait(&req, &st));
+		if (st.source != left || st.tag != 1 || st.len != n ||
+		    st.error)
+			fail(t, "size %zu: status {%d,%d,%zu,%d}", n,
+			     st.source, st.tag, st.len, st.error);
+		if ((bad = verify(r, n, left, n)) >= 0)
+			fail(t, "size %zu: byte %ld wrong", n, bad);
+		if (r[n] != 0xEE)
+			fail(t, "size %zu: wrote past the buffer", n);
+		if (req)
+			fail(t, "request not cleared after wait");
+		free(s);
+		free(r);
+	}
+	ok(t);
+}
+
+/* Rank 0 receives one message from every other rank with wildcards. */
+static void test_wildcards(void)
+{
+	const char *t = "wildcards";
+	unsigned char buf[64];
+	ps_comm_status_t st;
+	int seen[64] = {0};
+
+	if (rank) {
+		fill(buf, 40, rank, 40);
+		CHECK_RC(t, ps_comm_send(comm, buf, 40, 0, 100 + rank));
+		barrier();
+		/* A specific source with ANY_TAG, then the other way. */
+		CHECK_RC(t, ps_comm_send(comm, buf, 40, 0, 200 + rank));
+		CHECK_RC(t, ps_comm_send(comm, buf, 40, 0, 300));
+		ok(t);
+		return;
+	}
+	for (int i = 1; i < size; i++) {
+		CHECK_RC(t, ps_comm_recv(comm, buf, sizeof(buf),
+					 PS_COMM_ANY_SOURCE, PS_COMM_ANY_TAG,
+					 &st));
+		if (st.source < 1 || st.source >= size ||
+		    st.tag != 100 + st.source || st.len != 40 ||
+		    seen[st.source]++)
+			fail(t, "status {%d,%d,%zu}", st.source, st.tag,
+			     st.len);
+		else if (verify(buf, 40, st.source, 40) >= 0)
+			fail(t, "payload from %d wrong", st.source);
+	}
+	barrier();
+	for (int i = size - 1; i >= 1; i--) {
+		CHECK_RC(t, ps_comm_recv(comm, buf, sizeof(buf), i,
+					 PS_COMM_ANY_TAG, &st));
+		if (st.source != i || st.tag != 200 + i)
+			fail(t, "ANY_TAG from %d got {%d,%d}", i, st.source,
+			     st.tag);
+		CHECK_RC(t, ps_comm_recv(comm, buf, sizeof(buf),
+					 PS_COMM_ANY_SOURCE, 300, &st));
+		if (st.tag != 300 || st.source < 1)
+			fail(t, "ANY_SOURCE tag 300 got {%d,%d}", st.source,
+			     st.tag);
+	}
+	ok(t);
+}
+
+/*
+ * Non-overtaking: rank 1 sends numbered messages of mixed sizes on two
+ * tags; rank 0 drains tag B first, then tag A, and both must be in order.
+ */
+static void test_order(void)
+{
+	const char *t = "ordering";
+	int n = quick ? 50 : 400;
+	size_t big = 20000;
+	unsigned char *buf = malloc(big), **out = calloc((size_t)n, sizeof(*out));
+	ps_comm_request_t *rq = calloc((size_t)n, sizeof(*rq));
+
+	/* Sends are nonblocking: a blocking large send may wait for its match. */
+	for (int i = 0; rank == 1 && i < n; i++) {
+		size_t len = i % 7 == 0 ? big : (size_t)(4 + i % 50);
+
+		out[i] = malloc(len);
+		fill(out[i], len, i, len);
+		memcpy(out[i], &i, sizeof(i));
+		CHECK_RC(t, ps_comm_isend(comm, out[i], len, 0,
+					  i % 2 ? 11 : 12, &rq[i]));
+	}
+	for (int pass = 0; rank == 0 && pass < 2; pass++) {
+		int tag = pass == 0 ? 12 : 11;
+
+		for (int i = pass == 0 ? 0 : 1; i < n; i += 2) {
+			size_t len = i % 7 == 0 ? big : (size_t)(4 + i % 50);
+			ps_comm_status_t st;
+			int got;
+
+			CHECK_RC(t, ps_comm_recv(comm, buf, big, 1, tag, &st));
+			memcpy(&got, buf, sizeof(got));
+			if (got != i || st.len != len ||
+			    verify_from(buf, sizeof(got), len, i, len) >= 0) {
+				fail(t, "tag %d: expected #%d (%zu B), got #%d "
+				     "(%zu B)", tag, i, len, got, st.len);
+				pass = 2;
+				break;
+			}
+		}
+	}
+	if (rank == 1)
+		CHECK_RC(t, ps_comm_waitall((size_t)n, rq, NULL));
+	for (int i = 0; i < n; i++)
+		free(out[i]);
+	free(out);
+	free(rq);
+	free(buf);
+	ok(t);
+}
+
+/* One truncation case: send n bytes into a cap-byte buffer. */
+static void truncate_case(size_t n, size_t cap)
+{
+	const char *t = "truncation";
+	unsigned char *s = malloc(n), *r = malloc(cap + 1);
+	ps_comm_status_t st;
+	int rc;
+
+	if (rank == 1) {
+		fill(s, n, 1, n);
+		CHECK_RC(t, ps_comm_send(comm, s, n, 0, 21));
+		/* The next message must arrive intact. */
+		CHECK_RC(t, ps_comm_send(comm, s, 16, 0, 21));
+	} else if (rank == 0) {
+		memset(r, 0xEE, cap + 1);
+		rc = ps_comm_recv(comm, r, cap, 1, 21, &st);
+		if (rc != PS_COMM_ERR_TRUNCATE || st.error != rc ||
+		    st.len != cap || st.source != 1 || st.tag != 21)
+			fail(t, "%zu into %zu: rc %d status {%d,%d,%zu,%d}", n,
+			     cap, rc, st.source, st.tag, st.len, st.error);
+		if (verify(r, cap, 1, n) >= 0 || r[cap] != 0xEE)
+			fail(t, "%zu into %zu: buffer contents wrong", n, cap);
+		memset(r, 0, cap);
+		rc = ps_comm_recv(comm, r, cap > 16 ? cap : 16, 1, 21, &st);
+		if (rc || st.len != 16 || verify(r, 16, 1, n) >= 0)
+			fail(t, "message after a truncated %zu B one is wrong "
+			     "(rc %d, len %zu)", n, rc, st.len);
+	}
+	free(s);
+	free(r);
+}
+
+static void test_truncate(void)
+{
+	truncate_case(100, 50);
+	truncate_case(100, 10);
+	truncate_case(30, 0);
+	truncate_case(100 * 1024, 60 * 1024);
+	truncate_case(1 << 20, 100);
+	ok("truncation");
+}
+
+static void test_self(void)
+{
+	const char *t = "self-send";
+	static const size_t sizes[] = {0, 5, 1 << 20};
+
+	for (size_t k = 0; k < 3; k++) {
+		size_t n = sizes[k];
+		unsigned char *s = malloc(n + 1), *r = malloc(n + 1);
+		ps_comm_request_t req;
+		ps_comm_status_t st;
+
+		fill(s, n, rank, n + 3);
+		CHECK_RC(t, ps_comm_isend(comm, s, n, rank, 31, &req));
+		CHECK_RC(t, ps_comm_recv(comm, r, n, rank, 31, &st));
+		CHECK_RC(t, ps_comm_wait(&req, NULL));
+		if (st.source != rank || st.len != n ||
+		    verify(r, n, rank, n + 3) >= 0)
+			fail(t, "size %zu wrong", n);
+		free(s);
+		free(r);
+	}
+	ok(t);
+}
+
+/* 10,000 receives and 10,000 sends outstanding at once, in a ring. */
+static void test_many(void)
+{
+	const char *t = "outstanding requests";
+	int n = quick ? 1000 : 10000;
+	int right = (rank + 1) % size, left = (rank + size - 1) % size;
+	ps_comm_request_t *rq = calloc((size_t)n * 2, sizeof(*rq));
+	uint64_t *in = calloc((size_t)n, 8), *out = calloc((size_t)n, 8);
+
+	for (int i = 0; i < n; i++) {
+		out[i] = (uint64_t)rank << 32 | (uint64_t)i;
+		CHECK_RC(t, ps_comm_irecv(comm, &in[i], 8, left, 40 + i % 100,
+					  &rq[i]));
+	}
+	for (int i = 0; i < n; i++)
+		CHECK_RC(t, ps_comm_isend(comm, &out[i], 8, right,
+					  40 + i % 100, &rq[n + i]));
+	CHECK_RC(t, ps_comm_waitall((size_t)n * 2, rq, NULL));
+	for (int i = 0; i < n; i++)
+		if (in[i] != ((uint64_t)left << 32 | (uint64_t)i)) {
+			fail(t, "message %d: got %llx", i,
+			     (unsigned long long)in[i]);
+			break;
+		}
+	free(rq);
+	free(in);
+	free(out);
+	ok(t);
+}
+
+#define THREADS 4
+
+struct sender {
+	int id, count;
+	int rc;
+};
+
+static void *send_thread(void *arg)
+{
+	struct sender *s = arg;
+	unsigned char buf[300];
+
+	for (int i = 0; i < s->count && !s->rc; i++) {
+		size_t len = 8 + (size_t)(i % 29) * 9;
+
+		fill(buf, len, rank, (size_t)(s->id * 100000 + i));
+		memcpy(buf, &i, sizeof(i));
+		s->rc = ps_comm_send(comm, buf, len, 0, 50 + s->id);
+	}
+	return NULL;
+}
+
+/* Rank 0 receives from THREADS threads on every other rank. */
+static void test_threads(void)
+{
+	const char *t = "multithreaded senders";
+	int count = quick ? 30 : 500;
+	unsigned char buf[300];
+
+	if (rank) {
+		pthread_t th[THREADS];
+		struct sender s[THREADS];
+
+		for (int i = 0; i < THREADS; i++) {
+			s[i] = (struct sender){i, count, 0};
+			pthread_create(&th[i], NULL, send_thread, &s[i]);
+		}
+		for (int i = 0; i < THREADS; i++) {
+			pthread_join(th[i], NULL);
+			if (s[i].rc)
+				fail(t, "thread %d: %s", i,
+				     ps_comm_strerror(s[i].rc));
+		}
+	} else {
+		int next[64][THREADS] = {{0}};
+		int total = (size - 1) * THREADS * count;
+
+		for (int k = 0; k < total; k++) {
+			ps_comm_status_t st;
+			int th, i, src;
+
+			CHECK_RC(t, ps_comm_recv(comm, buf, sizeof(buf),
+						 PS_COMM_ANY_SOURCE,
+						 PS_COMM_ANY_TAG, &st));
+			src = st.source;
+			th = st.tag - 50;
+			memcpy(&i, buf, sizeof(i));
+			if (src < 1 || src >= size || th < 0 || th >= THREADS ||
+			    i != next[src][th]) {
+				fail(t, "from %d tag %d: #%d out of order", src,
+				     st.tag, i);
+				break;
+			}
+			next[src][th]++;
+			if (st.len != 8 + (size_t)(i % 29) * 9 ||
+			    verify_from(buf, sizeof(i), st.len, src,
+					(size_t)(th * 100000 + i)) >= 0) {
+				fail(t, "from %d tag %d: #%d payload wrong",
+				     src, st.tag, i);
+				break;
+			}
+		}
+	}
+	ok(t);
+}
+
+/* Two communicators at once must not see each other's messages. */
+static void test_two_comms(void)
+{
+	const char *t = "two communicators";
+	ps_comm_t second;
+	int r2, s2, a = 1, b = 2, got = 0;
+
+	CHECK_RC(t, ps_comm_init(&second, NULL));
+	ps_comm_rank(second, &r2);
+	ps_comm_size(second, &s2);
+	if (r2 != rank || s2 != size)
+		fail(t, "second communicator is rank %d of %d", r2, s2);
+	if (size >= 2 && rank == 1) {
+		CHECK_RC(t, ps_comm_send(comm, &a, sizeof(a), 0, 60));
+		CHECK_RC(t, ps_comm_send(second, &b, sizeof(b), 0, 60));
+	} else if (size >= 2 && rank == 0) {
+		CHECK_RC(t, ps_comm_recv(second, &got, sizeof(got), 1, 60,
+					 NULL));
+		if (got != 2)
+			fail(t, "second communicator received %d", got);
+		CHECK_RC(t, ps_comm_recv(comm, &got, sizeof(got), 1, 60, NULL));
+		if (got != 1)
+			fail(t, "first communicator received %d", got);
+	}
+	CHECK_RC(t, ps_comm_finalize(second));
+	ok(t);
+}
+
+/* Every bad argument returns PS_COMM_ERR_ARG and changes nothing. */
+static void test_bad_args(void)
+{
+	const char *t = "bad arguments";
+	ps_comm_request_t req = NULL;
+	char buf[8];
+	int ub, x;
+	struct {
+		const char *what;
+		int rc;
+	} cases[20];
+	int n = 0;
+
+	ps_comm_tag_ub(comm, &ub);
+	if (ub < 32767)
+		fail(t, "tag_ub %d below 32767", ub);
+#define CASE(call) cases[n++] = (typeof(cases[0])){#call, (call)}
+	CASE(ps_comm_send(NULL, buf, 1, 0, 0));
+	CASE(ps_comm_send(comm, NULL, 1, 0, 0));
+	CASE(ps_comm_send(comm, buf, (size_t)-1, 0, 0));
+	CASE(ps_comm_send(comm, buf, 1, size, 0));
+	CASE(ps_comm_send(comm, buf, 1, -1, 0));
+	CASE(ps_comm_send(comm, buf, 1, 0, ub + 1 > 0 ? ub + 1 : -2));
+	CASE(ps_comm_send(comm, buf, 1, 0, -5));
+	CASE(ps_comm_send(comm, buf, 1, 0, PS_COMM_ANY_TAG));
+	CASE(ps_comm_isend(comm, buf, 1, 0, 0, NULL));
+	CASE(ps_comm_irecv(comm, buf, 1, size + 3, 0, &req));
+	CASE(ps_comm_irecv(comm, buf, 1, -7, 0, &req));
+	CASE(ps_comm_recv(comm, buf, 1, 0, -2, NULL));
+	CASE(ps_comm_recv(comm, NULL, 4, 0, 0, NULL));
+	CASE(ps_comm_wait(NULL, NULL));
+	CASE(ps_comm_waitall(3, NULL, NULL));
+	CASE(ps_comm_test(&req, NULL, NULL));
+	CASE(ps_comm_rank(NULL, &x));
+	CASE(ps_comm_size(comm, NULL));
+	CASE(ps_comm_init(NULL, NULL));
+	CASE(ps_comm_finalize(NULL));
+#undef CASE
+	for (int i = 0; i < n; i++)
+		if (cases[i].rc != PS_COMM_ERR_ARG)
+			fail(t, "%s returned %d, not PS_COMM_ERR_ARG",
+			     cases[i].what, cases[i].rc);
+	if (req)
+		fail(t, "a refused irecv produced a request");
+	/* A completed (NULL) request tests done and waits at once. */
+	CHECK_RC(t, ps_comm_test(&req, &x, NULL));
+	if (!x)
+		fail(t, "NULL request is not done");
+	CHECK_RC(t, ps_comm_wait(&req, NULL));
+	ok(t);
+}
+
+/* Nonblocking receive completed by polling ps_comm_test. */
+static void test_poll(void)
+{
+	const char *t = "test polling";
+	int v = 0, done = 0, spins = 0;
+	ps_comm_request_t req;
+
+	if (size < 2 || rank > 1) {
+		ok(t);
+		return;
+	}
+	if (rank == 1) {
+		v = 4242;
+		CHECK_RC(t, ps_comm_send(comm, &v, sizeof(v), 0, 70));
+		ok(t);
+		return;
+	}
+	CHECK_RC(t, ps_comm_irecv(comm, &v, sizeof(v), 1, 70, &req));
+	while (!done && spins++ < 100000000)
+		CHECK_RC(t, ps_comm_test(&req, &done, NULL));
+	if (!done || v != 4242 || req)
+		fail(t, "done %d value %d", done, v);
+	ok(t);
+}
+
+int main(int argc, char **argv)
+{
+	const char *prov;
+	int rc;
+
+	for (int i = 1; i < argc; i++)
+		quick |= strcmp(argv[i], "--quick") == 0;
+	rc = ps_comm_init(&comm, NULL);
+	if (rc == PS_COMM_ERR_PROVIDER) {
+		fprintf(stderr, "SKIP: provider not usable here: %s\n",
+			ps_comm_strerror(rc));
+		return 77;
+	}
+	if (rc) {
+		fprintf(stderr, "p2p_suite: ps_comm_init: %s\n",
+			ps_comm_strerror(rc));
+		return 1;
+	}
+	rc = ps_comm_init(&ctl, NULL);
+	if (rc) {
+		fprintf(stderr, "p2p_suite: second ps_comm_init: %s\n",
+			ps_comm_strerror(rc));
+		return 1;
+	}
+	ps_comm_rank(comm, &rank);
+	ps_comm_size(comm, &size);
+	ps_comm_provider_name(comm, &prov);
+	if (rank == 0)
+		printf("# p2p suite on %s, %d ranks%s\n", prov, size,
+		       quick ? " (quick)" : "");
+	test_bad_args();
+	test_sizes();
+	test_wildcards();
+	test_order();
+	test_truncate();
+	test_self();
+	test_poll();
+	test_many();
+	test_threads();
+	test_two_comms();
+	rc = ps_comm_finalize(comm);
+	if (!rc)
+		rc = ps_comm_finalize(ctl);
+	if (rc)
+		fail("finalize", "%s", ps_comm_strerror(rc));
+	return failures ? 1 : 0;
+}

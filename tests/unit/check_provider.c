@@ -1,0 +1,380 @@
+/*
+ * Unit tests for the provider layer (providers/): profile lookup by family
+ * prefix with the generic fallback, psc_provider_is, tag bits from
+ * mem_tag_format, and the generic accept and derive_caps judged on fi_info
+ * entries built by hand with fi_allocinfo(), together with the quirks the
+ * tcp, shm, sockets and udp profiles add on top.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <check.h>
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include "psc.h"
+
+/* ------------------------------------------------------------- lookup */
+
+static const struct {
+	const char *prov;
+	const char *profile;
+} lookups[] = {
+	{"tcp;ofi_rxm", "tcp"},	  {"tcp", "tcp"},
+	{"shm", "shm"},		  {"udp;ofi_rxd", "udp"},
+	{"udp", "udp"},		  {"sockets", "sockets"},
+	{"verbs;ofi_rxm", "generic"}, {"nosuch", "generic"},
+	{"tcpx", "generic"},	  {"ofi_rxm", "generic"},
+	{"", "generic"},	  {"psm2", "generic"},
+};
+
+START_TEST(test_lookup)
+{
+	const struct psc_provider_ops *o =
+		psc_provider_lookup(lookups[_i].prov);
+
+	ck_assert_ptr_nonnull(o);
+	ck_assert_msg(strcmp(o->name, lookups[_i].profile) == 0,
+		      "\"%s\" gave profile %s, expected %s", lookups[_i].prov,
+		      o->name, lookups[_i].profile);
+	ck_assert_uint_eq(o->size, sizeof(struct psc_provider_ops));
+	/* The contract: the returned table has every member set. */
+	ck_assert_ptr_nonnull(o->accept);
+	ck_assert_ptr_nonnull(o->derive_caps);
+	ck_assert_ptr_nonnull(o->describe_cq_error);
+}
+END_TEST
+
+/*
+ * provider.h promises "The returned table has every member set", so a
+ * caller may call fixup_hints unconditionally.
+ */
+START_TEST(test_lookup_fixup_hints)
+{
+	for (size_t i = 0; i < PSC_ARRAY_SIZE(lookups); i++) {
+		const struct psc_provider_ops *o =
+			psc_provider_lookup(lookups[i].prov);
+
+		ck_assert_msg(o->fixup_hints != NULL,
+			      "lookup(\"%s\"): profile %s has fixup_hints "
+			      "NULL", lookups[i].prov, o->name);
+	}
+}
+END_TEST
+
+START_TEST(test_lookup_null)
+{
+	ck_assert_ptr_eq(psc_provider_lookup(NULL), &psc_generic_ops);
+	ck_assert_ptr_eq(psc_provider_lookup("nosuch"), &psc_generic_ops);
+	/* Lookups are stable. */
+	ck_assert_ptr_eq(psc_provider_lookup("tcp;ofi_rxm"),
+			 psc_provider_lookup("tcp"));
+}
+END_TEST
+
+static const struct {
+	const char *prov;
+	const char *family;
+	bool is;
+} families[] = {
+	{"tcp;ofi_rxm", "tcp", true},	{"tcp", "tcp", true},
+	{"tcpx", "tcp", false},		{"udp;ofi_rxd", "udp", true},
+	{"verbs;ofi_rxm", "verbs", true}, {"verbs;ofi_rxm", "ofi_rxm", false},
+	{"tc", "tcp", false},		{"", "tcp", false},
+	{NULL, "tcp", false},		{"shm", "sockets", false},
+};
+
+START_TEST(test_provider_is)
+{
+	ck_assert_msg(psc_provider_is(families[_i].prov,
+				      families[_i].family) == families[_i].is,
+		      "psc_provider_is(\"%s\", \"%s\")",
+		      families[_i].prov ? families[_i].prov : "(null)",
+		      families[_i].family);
+}
+END_TEST
+
+START_TEST(test_tag_bits)
+{
+	ck_assert_uint_eq(psc_tag_bits_from_format(0), 64);
+	ck_assert_uint_eq(psc_tag_bits_from_format(0xAAAAAAAAAAAAAAAAULL), 64);
+	ck_assert_uint_eq(psc_tag_bits_from_format(0x0AAAAAAAAAAAAAAAULL), 60);
+	ck_assert_uint_eq(psc_tag_bits_from_format(0x0000FFFFFFFFFFFFULL), 48);
+	ck_assert_uint_eq(psc_tag_bits_from_format(0x000000FFFFFFFFFFULL), 40);
+	ck_assert_uint_eq(psc_tag_bits_from_format(1), 1);
+	ck_assert_uint_eq(psc_tag_bits_from_format(1ULL << 50), 51);
+}
+END_TEST
+
+/* ------------------------------------------------------ accept, caps */
+
+/* A sane tcp;ofi_rxm-like entry; free with fi_freeinfo(). */
+static struct fi_info *sane_info(const char *prov)
+{
+	struct fi_info *i = fi_allocinfo();
+
+	ck_assert_ptr_nonnull(i);
+	i->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+	i->mode = FI_CONTEXT;
+	i->ep_attr->type = FI_EP_RDM;
+	i->ep_attr->mem_tag_format = 0xAAAAAAAAAAAAAAAAULL;
+	i->ep_attr->max_msg_size = 1ULL << 30;
+	i->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				  FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	i->domain_attr->cq_data_size = 8;
+	i->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	i->tx_attr->inject_size = 64;
+	i->tx_attr->msg_order = FI_ORDER_SAS;
+	i->tx_attr->size = 1024;
+	i->rx_attr->msg_order = FI_ORDER_SAS;
+	i->rx_attr->size = 512;
+	i->fabric_attr->prov_name = strdup(prov);
+	return i;
+}
+
+START_TEST(test_accept_sane)
+{
+	struct fi_info *i = sane_info("tcp;ofi_rxm");
+	char why[256] = "stale";
+
+	ck_assert(psc_generic_accept(i, why, sizeof(why)));
+	ck_assert_str_eq(why, "");
+	i->domain_attr->mr_mode = 0;
+	ck_assert(psc_generic_accept(i, why, sizeof(why)));
+	i->domain_attr->mr_mode = FI_MR_ENDPOINT | FI_MR_LOCAL;
+	ck_assert(psc_generic_accept(i, why, sizeof(why)));
+	/* Every profile judges the entry the same way. */
+	ck_assert(psc_provider_lookup("tcp;ofi_rxm")->accept(i, why,
+							     sizeof(why)));
+	ck_assert(psc_provider_lookup("udp;ofi_rxd")->accept(i, why,
+							     sizeof(why)));
+	fi_freeinfo(i);
+}
+END_TEST
+
+/* One way to spoil the sane entry, and a word the reason must contain. */
+static void spoil(struct fi_info *i, int how)
+{
+	switch (how) {
+	case 0:
+		i->caps = FI_MSG;
+		break;
+	case 1:
+		i->ep_attr->type = FI_EP_MSG;
+		break;
+	case 2:
+		i->ep_attr->mem_tag_format = 0x000000FFFFFFFFFFULL; /* 40 */
+		break;
+	case 3:
+		i->domain_attr->mr_mode |= FI_MR_RAW;
+		break;
+	case 4:
+		i->domain_attr->mr_mode |= FI_MR_RMA_EVENT;
+		break;
+	case 5:
+		i->ep_attr->type = FI_EP_DGRAM;
+		break;
+	case 6:
+		i->ep_attr->mem_tag_format = (1ULL << 49) | 1; /* 50 bits */
+		break;
+	}
+}
+
+static const char *const spoil_words[] = {
+	"FI_TAGGED", "FI_EP_RDM", "40", "mr_mode", "mr_mode", "FI_EP_RDM",
+	"50",
+};
+
+START_TEST(test_accept_refuses)
+{
+	struct fi_info *i = sane_info("tcp;ofi_rxm");
+	char why[256] = "";
+
+	spoil(i, _i);
+	ck_assert(!psc_generic_accept(i, why, sizeof(why)));
+	ck_assert_msg(strstr(why, spoil_words[_i]) != NULL,
+		      "reason \"%s\" lacks \"%s\"", why, spoil_words[_i]);
+	fi_freeinfo(i);
+}
+END_TEST
+
+/* accept() takes exactly the tag widths that a tag layout fits in. */
+START_TEST(test_accept_matches_layout)
+{
+	struct fi_info *i = sane_info("tcp;ofi_rxm");
+	unsigned bits = (unsigned)_i;
+	uint64_t fmt = bits == 64 ? ~0ULL : (1ULL << bits) - 1;
+	struct psc_tag_layout l;
+	char why[256];
+
+	i->ep_attr->mem_tag_format = fmt;
+	ck_assert_msg(psc_generic_accept(i, why, sizeof(why)) ==
+			      (psc_tag_layout_init(&l, fmt) == 0),
+		      "%u bits: accept and tag layout disagree", bits);
+	fi_freeinfo(i);
+}
+END_TEST
+
+START_TEST(test_generic_caps)
+{
+	struct fi_info *i = sane_info("verbs;ofi_rxm");
+	struct psc_caps c;
+
+	memset(&c, 0xff, sizeof(c));
+	psc_provider_lookup("verbs;ofi_rxm")->derive_caps(i, &c);
+	ck_assert_uint_eq(c.tag_bits, 64);
+	ck_assert_uint_eq(c.mem_tag_format, 0xAAAAAAAAAAAAAAAAULL);
+	ck_assert(c.mr_local);
+	ck_assert(!c.mr_endpoint);
+	ck_assert(c.mr_prov_key);
+	ck_assert_uint_eq(c.max_msg_size, 1ULL << 30);
+	ck_assert_uint_eq(c.inject_size, 64);
+	ck_assert(c.directed_recv);
+	ck_assert_uint_eq(c.cq_data_size, 8);
+	ck_assert_uint_eq(c.mode, FI_CONTEXT);
+	ck_assert(c.ordered_sas);
+	ck_assert(c.manual_progress);
+	ck_assert(!c.wait_fd);
+	ck_assert(!c.wait_sread);
+	ck_assert(!c.len_in_cq_data);
+	ck_assert(!c.ip_addressed);
+	ck_assert_uint_eq(c.tx_size, 1024);
+	ck_assert_uint_eq(c.rx_size, 512);
+
+	/* Ordering needs both sides; progress and MR bits follow the entry. */
+	i->rx_attr->msg_order = 0;
+	i->domain_attr->data_progress = FI_PROGRESS_AUTO;
+	i->domain_attr->mr_mode = FI_MR_ENDPOINT;
+	i->caps &= ~FI_DIRECTED_RECV;
+	i->ep_attr->mem_tag_format = 0x0AAAAAAAAAAAAAAAULL;
+	psc_generic_derive_caps(i, &c);
+	ck_assert(!c.ordered_sas);
+	ck_assert(!c.manual_progress);
+	ck_assert(!c.mr_local);
+	ck_assert(c.mr_endpoint);
+	ck_assert(!c.mr_prov_key);
+	ck_assert(!c.directed_recv);
+	ck_assert_uint_eq(c.tag_bits, 60);
+	fi_freeinfo(i);
+}
+END_TEST
+
+static void derive(const char *prov, struct fi_info *i, struct psc_caps *c)
+{
+	memset(c, 0xff, sizeof(*c));
+	psc_provider_lookup(prov)->derive_caps(i, c);
+}
+
+START_TEST(test_udp_caps)
+{
+	struct fi_info *i = sane_info("udp;ofi_rxd");
+	struct psc_caps c;
+
+	i->ep_attr->max_msg_size = (size_t)1 << 40;
+	i->domain_attr->cq_data_size = 8;
+	derive("udp;ofi_rxd", i, &c);
+	ck_assert(c.len_in_cq_data);
+	ck_assert_uint_eq(c.max_msg_size, UINT32_MAX);
+	ck_assert(c.wait_sread);
+	ck_assert(!c.wait_fd);
+	ck_assert(c.ip_addressed);
+
+	i->domain_attr->cq_data_size = 4;
+	derive("udp;ofi_rxd", i, &c);
+	ck_assert(c.len_in_cq_data);
+	ck_assert_uint_eq(c.max_msg_size, UINT32_MAX);
+
+	/* A small max_msg_size is kept. */
+	i->ep_attr->max_msg_size = 65536;
+	derive("udp;ofi_rxd", i, &c);
+	ck_assert_uint_eq(c.max_msg_size, 65536);
+
+	/* Without room for the length in CQ data, nothing is capped. */
+	i->ep_attr->max_msg_size = (size_t)1 << 40;
+	i->domain_attr->cq_data_size = 2;
+	derive("udp;ofi_rxd", i, &c);
+	ck_assert(!c.len_in_cq_data);
+	ck_assert_uint_eq(c.max_msg_size, (size_t)1 << 40);
+	fi_freeinfo(i);
+}
+END_TEST
+
+START_TEST(test_tcp_shm_sockets_caps)
+{
+	struct fi_info *i = sane_info("tcp;ofi_rxm");
+	struct psc_caps c;
+
+	i->ep_attr->max_msg_size = (size_t)1 << 40;
+	derive("tcp;ofi_rxm", i, &c);
+	ck_assert(c.wait_fd);
+	ck_assert(c.ip_addressed);
+	ck_assert(!c.wait_sread);
+	ck_assert(!c.len_in_cq_data);
+	ck_assert_uint_eq(c.max_msg_size, (size_t)1 << 40);
+
+	derive("shm", i, &c);
+	ck_assert(!c.wait_fd);
+	ck_assert(!c.ip_addressed);
+	ck_assert(!c.wait_sread);
+	ck_assert(!c.len_in_cq_data);
+	ck_assert(c.manual_progress);
+
+	derive("sockets", i, &c);
+	ck_assert(c.wait_fd);
+	ck_assert(c.ip_addressed);
+	fi_freeinfo(i);
+}
+END_TEST
+
+START_TEST(test_describe_cq_error)
+{
+	char buf[256];
+
+	psc_provider_lookup("tcp")->describe_cq_error(FI_ETRUNC, 17, "boom",
+						      buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "17") && strstr(buf, "boom"), "%s", buf);
+	psc_generic_describe_cq_error(FI_ECANCELED, 0, NULL, buf, sizeof(buf));
+	ck_assert_int_gt(strlen(buf), 0);
+}
+END_TEST
+
+static Suite *provider_suite(void)
+{
+	Suite *s = suite_create("provider");
+	TCase *tc = tcase_create("lookup");
+
+	tcase_add_loop_test(tc, test_lookup, 0, (int)PSC_ARRAY_SIZE(lookups));
+	tcase_add_test(tc, test_lookup_fixup_hints);
+	tcase_add_test(tc, test_lookup_null);
+	tcase_add_loop_test(tc, test_provider_is, 0,
+			    (int)PSC_ARRAY_SIZE(families));
+	tcase_add_test(tc, test_tag_bits);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("accept");
+	tcase_add_test(tc, test_accept_sane);
+	tcase_add_loop_test(tc, test_accept_refuses, 0,
+			    (int)PSC_ARRAY_SIZE(spoil_words));
+	tcase_add_loop_test(tc, test_accept_matches_layout, 1, 65);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("caps");
+	tcase_add_test(tc, test_generic_caps);
+	tcase_add_test(tc, test_udp_caps);
+	tcase_add_test(tc, test_tcp_shm_sockets_caps);
+	tcase_add_test(tc, test_describe_cq_error);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(provider_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
