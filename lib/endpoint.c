@@ -149,9 +149,15 @@ static int ep_choose(struct psc_ep *ep, const struct psc_ep_config *cfg,
 		ep->caps.inject_size = ep->caps.max_msg_size;
 	if (cfg->params->sw_match)
 		ep->caps.sw_match = true;
+	/* Leave a quarter of the receive pool for unexpected messages. */
+	ep->post_limit[0] = PSC_MIN(ep->caps.tx_size, 64);
+	ep->post_limit[1] = ep->caps.rx_size - ep->caps.rx_size / 4;
 	/* Untagged eager messages must fit one provider message. */
+	ep->sw_eager = PSC_SW_EAGER;
 	if (ep->caps.max_msg_size < PSC_SW_HDR + PSC_SW_EAGER)
-		ep->caps.sw_match = false;
+		ep->sw_eager = ep->caps.max_msg_size > 2 * PSC_SW_HDR
+				       ? ep->caps.max_msg_size - PSC_SW_HDR
+				       : PSC_SW_HDR;
 	return 0;
 }
 

@@ -115,8 +115,7 @@ static uint64_t be_get(const uint8_t *p, int n)
 /* The largest message sent as one piece. */
 static size_t single_limit(const struct psc_ep *ep)
 {
-	return ep->caps.sw_match ? PSC_MIN(PSC_SW_EAGER, ep->caps.max_msg_size)
-				 : ep->caps.max_msg_size;
+	return ep->caps.sw_match ? ep->sw_eager : ep->caps.max_msg_size;
 }
 
 /*

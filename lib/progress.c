@@ -130,19 +130,33 @@ static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
 			&r->fctx);
 }
 
-/* Post r now; on success mark it posted (or done, if injected). */
+/* Index into ep->posted: 0 for sends, 1 for receives and bounces. */
+static int dir_of(const struct ps_comm_request *r)
+{
+	return r->kind != PSC_REQ_SEND;
+}
+
+/*
+ * Post r now; on success mark it posted (or done, if injected). Beyond the
+ * provider's queue depth it answers EAGAIN itself: some providers (shm)
+ * fail with ENOMEM instead, and their pool also holds unexpected messages.
+ */
 static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
 {
+	int d = dir_of(r);
 	bool injected;
-	ssize_t rc = post_one(ep, r, &injected);
+	ssize_t rc;
 
+	if (ep->post_limit[d] && ep->posted[d] >= ep->post_limit[d])
+		return -FI_EAGAIN;
+	rc = post_one(ep, r, &injected);
 	if (rc)
 		return rc;
 	if (injected) {
 		psc_req_complete(r, 0);
 	} else {
 		r->state = PSC_REQ_POSTED;
-		ep->posted++;
+		ep->posted[d]++;
 	}
 	return 0;
 }
@@ -208,7 +222,7 @@ static void handle_completion(struct psc_ep *ep,
 	if (!ev->op_context)
 		return;
 	r = req_of(ev->op_context);
-	ep->posted--;
+	ep->posted[dir_of(r)]--;
 	if (r->kind == PSC_REQ_BOUNCE) {
 		psc_sw_arrival(ep, r, ev->len);
 		return;
@@ -243,7 +257,7 @@ static void handle_cq_error(struct psc_ep *ep)
 	if (fi_cq_readerr(ep->cq, &e, 0) < 0 || !e.op_context)
 		return;
 	r = req_of(e.op_context);
-	ep->posted--;
+	ep->posted[dir_of(r)]--;
 	err = abs(e.err); /* shm reports a negative value */
 	if (r->kind == PSC_REQ_BOUNCE) {
 		/* Cancelled at close, or an oversized message: keep serving. */

@@ -456,7 +456,9 @@ struct psc_ep {
 	struct ps_comm_request *live;  /* every allocated request */
 	struct ps_comm_request *sw_posted; /* software-matched receives */
 	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
-	size_t posted;		       /* operations libfabric holds */
+	size_t sw_eager;		   /* largest untagged payload */
+	size_t posted[2];	       /* sends, receives libfabric holds */
+	size_t post_limit[2];	       /* at most this many (queue depth) */
 	double spin_us;		       /* busy-poll before backing off */
 	int rank;		       /* for log lines */
 	char iface[64];		       /* interface used, or "" */
@@ -547,7 +549,10 @@ int psc_p2p_first_recv(struct ps_comm_request *r,
 
 /* ---------------------------------------------- software matching */
 
-/* Header and eager payload of a software-matched first message. */
+/*
+ * Header and largest eager payload of a software-matched first message
+ * (less when the provider's max_msg_size is smaller: ep->sw_eager).
+ */
 #define PSC_SW_HDR 16
 #define PSC_SW_EAGER 8192
 

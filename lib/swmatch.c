@@ -72,12 +72,12 @@ int psc_sw_open(struct psc_ep *ep)
 	for (int i = 0; i < SW_BOUNCES && !rc; i++) {
 		struct ps_comm_request *b = psc_req_alloc_ep(ep, PSC_REQ_BOUNCE);
 
-		if (!b || !(b->buf = malloc(PSC_SW_HDR + PSC_SW_EAGER))) {
+		if (!b || !(b->buf = malloc(PSC_SW_HDR + ep->sw_eager))) {
 			rc = -ENOMEM;
 			break;
 		}
 		b->owns_buf = true;
-		b->len = PSC_SW_HDR + PSC_SW_EAGER;
+		b->len = PSC_SW_HDR + ep->sw_eager;
 		b->addr = FI_ADDR_UNSPEC;
 		rc = post_bounce(ep, b);
 	}

@@ -6,6 +6,11 @@
  * eager limit (FI_OFI_RXM_BUFFER_SIZE / FI_OFI_RXM_EAGER_LIMIT), which must
  * be identical on every rank or rxm rejects the connection; pscomm checks
  * that at bootstrap.
+ *
+ * A receive shorter than the message makes rxm over tcp report truncation
+ * without the data that fits and then drop the connection, so pscomm
+ * matches first messages in software here and posts every chunk receive
+ * at its full length (lib/swmatch.c).
  */
 #include "provider.h"
 
@@ -14,6 +19,7 @@ static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	psc_generic_derive_caps(info, c);
 	c->wait_fd = true;
 	c->ip_addressed = true;
+	c->sw_match = true;
 }
 
 const struct psc_provider_ops psc_tcp_ops = {
