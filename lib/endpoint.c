@@ -147,7 +147,7 @@ static int ep_choose(struct psc_ep *ep, const struct psc_ep_config *cfg,
 		ep->caps.max_msg_size = cfg->params->max_msg_size;
 	if (ep->caps.inject_size > ep->caps.max_msg_size)
 		ep->caps.inject_size = ep->caps.max_msg_size;
-	if (cfg->params->sw_match)
+	if (cfg->params->sw_match == 1)
 		ep->caps.sw_match = true;
 	/* Leave a quarter of the receive pool for unexpected messages. */
 	ep->post_limit[0] = PSC_MIN(ep->caps.tx_size, 64);

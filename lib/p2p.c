@@ -214,6 +214,8 @@ int psc_isend(struct ps_comm *c, unsigned proto, const void *buf,
 		r->buf = (void *)buf;
 		r->len = len;
 		r->data = len;
+		/* Finalize must know its messages left before it closes. */
+		r->no_inject = proto == PSC_PROTO_CTRL;
 		r->tag = psc_tag_make(&ep->tl, proto, false, c->ctx,
 				      (uint32_t)c->rank, tag);
 		rc = post_first_send(ep, r);

@@ -90,7 +90,7 @@ static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 {
 	struct iovec iov[2] = {{r->scratch, PSC_SW_HDR}, {r->buf, r->len}};
 
-	if (PSC_SW_HDR + r->len <= ep->caps.inject_size) {
+	if (!r->no_inject && PSC_SW_HDR + r->len <= ep->caps.inject_size) {
 		uint8_t flat[PSC_SW_HDR + PSC_SW_EAGER];
 
 		memcpy(flat, r->scratch, PSC_SW_HDR);
@@ -114,7 +114,7 @@ static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
 	if (r->untagged)
 		return post_untagged(ep, r, injected);
 	if (ep->caps.len_in_cq_data) {
-		if (r->len <= ep->caps.inject_size) {
+		if (!r->no_inject && r->len <= ep->caps.inject_size) {
 			*injected = true;
 			return fi_tinjectdata(ep->ep, r->buf, r->len, r->data,
 					      r->addr, r->tag);
@@ -122,7 +122,7 @@ static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
 		return fi_tsenddata(ep->ep, r->buf, r->len, NULL, r->data,
 				    r->addr, r->tag, &r->fctx);
 	}
-	if (r->len <= ep->caps.inject_size) {
+	if (!r->no_inject && r->len <= ep->caps.inject_size) {
 		*injected = true;
 		return fi_tinject(ep->ep, r->buf, r->len, r->addr, r->tag);
 	}

@@ -390,6 +390,7 @@ struct ps_comm_request {
 	bool expect_trunc;    /* chunk past the buffer: truncation is ok */
 	bool untagged;	      /* software matching: header in scratch */
 	bool owns_buf;	      /* buf is malloc'd: free it with the request */
+	bool no_inject;	      /* complete only once the provider sent it */
 	size_t user_len;      /* receive: the caller's buffer length */
 	void *user_buf;
 	uint8_t scratch[32];  /* large header or short-receive bounce */

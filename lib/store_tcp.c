@@ -591,11 +591,9 @@ static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 			 t->root, strerror(-rc));
 		return rc;
 	}
-	if (psc_wire_decode(hb, rh, why, sizeof(why)) != 0 ||
-	    (rh->job & ~GEN_MASK) != (t->job & ~GEN_MASK)) {
+	if (psc_wire_decode(hb, rh, why, sizeof(why)) != 0) {
 		snprintf(s->err, sizeof(s->err), "malformed reply from the "
-			 "rendezvous at %s: %s", t->root,
-			 rh->job != t->job ? "foreign job" : why);
+			 "rendezvous at %s: %s", t->root, why);
 		return -EPROTO;
 	}
 	if (rh->len) {
@@ -611,6 +609,15 @@ static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 			return rc;
 		}
 		((char *)*rpay)[rh->len] = '\0';
+	}
+	/* A refusal carries the root's job id: read its reason first. */
+	if (rh->type != PSC_WIRE_ERROR &&
+	    (rh->job & ~GEN_MASK) != (t->job & ~GEN_MASK)) {
+		free(*rpay);
+		*rpay = NULL;
+		snprintf(s->err, sizeof(s->err), "reply from the rendezvous "
+			 "at %s belongs to another job", t->root);
+		return -EPROTO;
 	}
 	if (rh->type == PSC_WIRE_ERROR && rh->rank == RETRY_RANK)
 		return -EAGAIN;
@@ -713,10 +720,11 @@ static void tcp_close(struct psc_store *s)
 
 	if (!t)
 		return;
-	if (t->fd >= 0)
-		close(t->fd);
+	/* Stop the server first, so it never mistakes our close for death. */
 	if (t->server)
 		server_stop(t->server, false);
+	if (t->fd >= 0)
+		close(t->fd);
 	free(t);
 	s->priv = NULL;
 }

@@ -1,0 +1,363 @@
+#!/bin/sh
+# Bad input and misbehaving peers at bootstrap, with real processes.
+#
+# Every scenario starts ranks of examples/pingpong (and tests/mp/store_probe,
+# a deliberately broken rendezvous client) by hand with an explicit
+# environment: PS_COMM_RANK/SIZE, PS_COMM_ROOT on 127.0.0.1 and a free port,
+# FI_PROVIDER=tcp unless stated, small PS_COMM_TIMEOUT and OP_TIMEOUT. Every
+# process runs under timeout(1). Each scenario checks (a) the exit status:
+# non-zero, or zero where the job must survive, (b) that the processes
+# finished well within the bound (no hang until a timeout), and (c) that
+# stderr carries a clear message. Output follows TAP loosely: one "ok" or
+# "not ok" line per check; the exit status is 1 if any check failed.
+#
+# The single quotes around sh -c scripts are deliberate, check() calls the
+# helpers below indirectly, and the $env_* and $PPARGS lists of words are
+# split on purpose (their words hold no blanks).
+# shellcheck disable=SC2016,SC2086,SC2317
+
+builddir=${top_builddir:-.}
+PINGPONG=$builddir/examples/pingpong
+PROBE=$builddir/tests/mp/store_probe
+
+for b in "$PINGPONG" "$PROBE"; do
+	if [ ! -x "$b" ]; then
+		echo "not ok - $b not found or not executable"
+		exit 1
+	fi
+done
+if ! command -v timeout >/dev/null 2>&1; then
+	echo "skip - timeout(1) is not installed"
+	exit 77
+fi
+
+# Only what each scenario sets explicitly may reach the ranks.
+unset PS_COMM_RANK PS_COMM_SIZE PS_COMM_ROOT PS_COMM_BOOTSTRAP \
+	PS_COMM_TIMEOUT PS_COMM_OP_TIMEOUT PS_COMM_IFNAME PS_COMM_PORT_RANGE \
+	PS_COMM_JOB_KEY PS_COMM_DETERMINISTIC PS_COMM_LOG_FILE \
+	PS_COMM_LOG_LEVEL FI_PROVIDER MASTER_ADDR MASTER_PORT \
+	OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE \
+	SLURM_PROCID SLURM_NTASKS RANK WORLD_SIZE
+
+# Every process is killed by timeout(1) after this many seconds.
+LIMIT=30
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/bad_input.XXXXXX") || exit 1
+: >"$tmp/pids"
+: >"$tmp/kill9"
+cleanup() {
+	# timeout(1) passes TERM on to its process group.
+	while read -r p; do
+		kill -TERM "$p" 2>/dev/null
+	done <"$tmp/pids"
+	while read -r p; do
+		kill -KILL "$p" 2>/dev/null
+	done <"$tmp/kill9"
+	# Reap them (timeout(1) sends KILL 2 s after TERM if need be).
+	wait 2>/dev/null
+	[ -n "$BAD_INPUT_KEEP" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP
+failed=0
+
+# check DESCRIPTION COMMAND...: run COMMAND, report whether it succeeded.
+check() {
+	desc=$1
+	shift
+	if "$@"; then
+		echo "ok - $desc"
+	else
+		echo "not ok - $desc"
+		failed=1
+	fi
+}
+
+now_ms() {
+	echo $(($(date +%s%N) / 1000000))
+}
+
+have_ss() {
+	command -v ss >/dev/null 2>&1
+}
+
+# listening PORT: something listens on TCP PORT.
+listening() {
+	[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
+}
+
+# free_port: print a TCP port nobody listens on, a different one per call.
+next_port=$((20000 + $$ % 30000))
+free_port() {
+	while :; do
+		next_port=$((next_port + 1))
+		[ "$next_port" -gt 60000 ] && next_port=20001
+		if ! have_ss || ! listening "$next_port"; then
+			echo "$next_port"
+			return
+		fi
+	done
+}
+
+# wait_listen PORT: wait up to 10 s for rank 0 to serve the rendezvous.
+wait_listen() {
+	if ! have_ss; then
+		sleep 1
+		return 0
+	fi
+	n=0
+	while ! listening "$1"; do
+		[ "$n" -ge 100 ] && return 1
+		sleep 0.1
+		n=$((n + 1))
+	done
+	return 0
+}
+
+# spawn NAME VAR=VALUE... PROG ARGS...: start PROG in the background under
+# timeout with exactly these variables added; output in $tmp/NAME.out and
+# $tmp/NAME.err.
+spawn() {
+	name=$1
+	shift
+	now_ms >"$tmp/$name.t0"
+	timeout -k 2 "$LIMIT" env "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+	echo $! >"$tmp/$name.pid"
+	echo $! >>"$tmp/pids"
+}
+
+# finish NAME: wait for it; its status goes to $tmp/NAME.rc and the
+# milliseconds since it started to $tmp/NAME.ms.
+finish() {
+	wait "$(cat "$tmp/$1.pid")" 2>/dev/null
+	echo $? >"$tmp/$1.rc"
+	echo $(($(now_ms) - $(cat "$tmp/$1.t0"))) >"$tmp/$1.ms"
+}
+
+# Predicates on finished processes.
+rc_of() { cat "$tmp/$1.rc"; }
+ms_of() { cat "$tmp/$1.ms"; }
+failed_with() {		# NAME: exited non-zero, not killed by timeout
+	st=$(rc_of "$1")
+	[ "$st" -ne 0 ] && [ "$st" -ne 124 ] && [ "$st" -ne 137 ]
+}
+succeeded() { [ "$(rc_of "$1")" -eq 0 ]; }
+status_is() { [ "$(rc_of "$1")" -eq "$2" ]; }
+within() {		# NAME MS: finished within MS milliseconds
+	[ "$(ms_of "$1")" -lt "$2" ]
+}
+at_least() {		# NAME MS: took at least MS milliseconds
+	[ "$(ms_of "$1")" -ge "$2" ]
+}
+says() {		# NAME FILE-SUFFIX STRING: the output contains STRING
+	grep -qF -- "$3" "$tmp/$1.$2"
+}
+says_re() {		# NAME FILE-SUFFIX REGEX
+	grep -qE -- "$3" "$tmp/$1.$2"
+}
+not_says() {		# NAME FILE-SUFFIX REGEX: no line matches
+	! grep -qE -- "$3" "$tmp/$1.$2"
+}
+
+PPARGS="-M 64 -i 5 -w 1"
+COMMON="FI_PROVIDER=tcp PS_COMM_OP_TIMEOUT=10"
+
+# --- a: no such provider ------------------------------------------------------
+
+spawn a FI_PROVIDER=nosuch PS_COMM_TIMEOUT=5 PS_COMM_OP_TIMEOUT=10 \
+	PS_COMM_RANK=0 PS_COMM_SIZE=1 "$PINGPONG" $PPARGS
+finish a
+check "a: FI_PROVIDER=nosuch: fails" failed_with a
+check "a: FI_PROVIDER=nosuch: fails within 5 s" within a 5000
+check "a: FI_PROVIDER=nosuch: says no usable libfabric provider" \
+	says a err "no usable libfabric provider for FI_PROVIDER=nosuch"
+check "a: FI_PROVIDER=nosuch: lists the installed providers" \
+	says_re a err "Providers installed here: .*tcp"
+
+# --- b: nobody serves PS_COMM_ROOT --------------------------------------------
+
+port=$(free_port)
+spawn b $COMMON PS_COMM_TIMEOUT=5 PS_COMM_ROOT=127.0.0.1:$port \
+	PS_COMM_RANK=1 PS_COMM_SIZE=2 "$PINGPONG" $PPARGS
+finish b
+check "b: root unreachable: fails" failed_with b
+check "b: root unreachable: fails within ~PS_COMM_TIMEOUT (< 9 s)" \
+	within b 9000
+check "b: root unreachable: keeps retrying until PS_COMM_TIMEOUT (>= 4 s)" \
+	at_least b 4000
+check "b: root unreachable: says cannot reach the rendezvous" \
+	says b err "cannot reach the rendezvous at 127.0.0.1:$port"
+
+# --- c: garbage and an oversized header while a job bootstraps ---------------
+
+port=$(free_port)
+env_c="$COMMON PS_COMM_TIMEOUT=10 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2"
+spawn c0 $env_c PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn cg $env_c PS_COMM_RANK=1 "$PROBE" garbage
+finish cg
+spawn co $env_c PS_COMM_RANK=1 "$PROBE" oversized
+finish co
+spawn c1 $env_c PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish c0
+finish c1
+check "c: garbage probe: refused and closed (status 0)" succeeded cg
+# The root closes with garbage unread, so a reset may overtake its ERROR
+# reply; rank 0's log below is what must name the bad magic.
+check "c: garbage probe: the root closed the connection" \
+	says cg out "the root closed"
+check "c: oversized probe: refused and closed (status 0)" succeeded co
+check "c: oversized probe: got an ERROR reply naming the size" \
+	says co out "oversized message"
+check "c: job survives garbage: rank 0 exits 0" succeeded c0
+check "c: job survives garbage: rank 1 exits 0" succeeded c1
+check "c: job survives garbage: within 15 s" within c0 15000
+check "c: rank 0 logs refusing message from the probe" \
+	says_re c0 err "refusing message from 127\.0\.0\.1:[0-9]+: bad magic"
+check "c: rank 0 logs the oversized header" \
+	says_re c0 err "refusing message from .*oversized message"
+
+# --- d: a job of another size at the same root --------------------------------
+
+port=$(free_port)
+env_d="$COMMON PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
+spawn dA0 $env_d PS_COMM_SIZE=2 PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn dB $env_d PS_COMM_SIZE=3 PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish dB
+spawn dA1 $env_d PS_COMM_SIZE=2 PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish dA0
+finish dA1
+check "d: size-3 rank at a size-2 root: fails" failed_with dB
+check "d: size-3 rank at a size-2 root: fails fast (< 4 s)" within dB 4000
+check "d: size-3 rank at a size-2 root: says serves a job of 2 ranks" \
+	says dB err "serves a job of 2 ranks"
+check "d: job A still succeeds: rank 0 exits 0" succeeded dA0
+check "d: job A still succeeds: rank 1 exits 0" succeeded dA1
+
+# --- e: a rank killed, or exiting, mid-bootstrap ------------------------------
+
+# e_run MODE TAG: ranks 0 and 1 of 3, then the probe as rank 2.
+e_run() {
+	port=$(free_port)
+	env_e="$COMMON PS_COMM_TIMEOUT=60 PS_COMM_ROOT=127.0.0.1:$port"
+	env_e="$env_e PS_COMM_SIZE=3"
+	spawn "$2"0 $env_e PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+	spawn "$2"1 $env_e PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+	wait_listen "$port"
+	if [ "$1" = hello-and-hang ]; then
+		spawn "$2"p $env_e PS_COMM_RANK=2 sh -c \
+			'echo $$ >"$0"; echo $$ >>"$1"; exec "$2" hello-and-hang' \
+			"$tmp/$2p.realpid" "$tmp/kill9" "$PROBE"
+		sleep 1
+		kill -KILL "$(cat "$tmp/$2p.realpid")" 2>/dev/null
+	else
+		spawn "$2"p $env_e PS_COMM_RANK=2 "$PROBE" hello-and-die
+	fi
+	finish "$2"p
+	finish "$2"0
+	finish "$2"1
+}
+
+e_run hello-and-hang ek
+check "e: rank 2 killed by SIGKILL after joining: it did join" \
+	says ekp out "joined the rendezvous"
+for r in 0 1; do
+	check "e: rank 2 killed: rank $r fails" failed_with ek$r
+	check "e: rank 2 killed: rank $r fails fast (< 15 s, TIMEOUT 60)" \
+		within ek$r 15000
+	check "e: rank 2 killed: rank $r says disconnected during bootstrap" \
+		says_re ek$r err "rank 2 .*disconnected during bootstrap"
+done
+
+e_run hello-and-die ed
+check "e: rank 2 _exit after joining: probe exits 9" status_is edp 9
+for r in 0 1; do
+	check "e: rank 2 _exit: rank $r fails" failed_with ed$r
+	check "e: rank 2 _exit: rank $r fails fast (< 15 s, TIMEOUT 60)" \
+		within ed$r 15000
+	check "e: rank 2 _exit: rank $r says disconnected during bootstrap" \
+		says_re ed$r err "rank 2 .*disconnected during bootstrap"
+done
+
+# --- f: settings that must agree ----------------------------------------------
+
+port=$(free_port)
+env_f="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
+env_f="$env_f PS_COMM_SIZE=2"
+spawn fd0 FI_PROVIDER=tcp $env_f PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn fd1 FI_PROVIDER=tcp $env_f PS_COMM_RANK=1 PS_COMM_DETERMINISTIC=1 \
+	"$PINGPONG" $PPARGS
+finish fd0
+finish fd1
+for r in 0 1; do
+	o=$((1 - r))
+	check "f: PS_COMM_DETERMINISTIC differs: rank $r fails" failed_with fd$r
+	check "f: PS_COMM_DETERMINISTIC differs: rank $r fails fast (< 8 s)" \
+		within fd$r 8000
+	check "f: PS_COMM_DETERMINISTIC differs: rank $r names rank $o" \
+		says_re fd$r err "rank $o .*PS_COMM_DETERMINISTIC"
+done
+# Rank 0's own failed bootstrap must not be reported as a rank leaving.
+check "f: PS_COMM_DETERMINISTIC differs: rank 0 does not blame rank 0" \
+	not_says fd0 err "rank 0 \\(.*disconnected during bootstrap"
+
+port=$(free_port)
+env_f="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
+env_f="$env_f PS_COMM_SIZE=2"
+spawn fp0 FI_PROVIDER=tcp $env_f PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn fp1 FI_PROVIDER=udp $env_f PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish fp0
+finish fp1
+for r in 0 1; do
+	o=$((1 - r))
+	check "f: FI_PROVIDER tcp vs udp: rank $r fails" failed_with fp$r
+	check "f: FI_PROVIDER tcp vs udp: rank $r fails fast (< 8 s)" \
+		within fp$r 8000
+	check "f: FI_PROVIDER tcp vs udp: rank $r names rank $o and the provider" \
+		says_re fp$r err "rank $o .*provider .*here vs .*there"
+done
+check "f: FI_PROVIDER tcp vs udp: rank 0 does not blame rank 0" \
+	not_says fp0 err "rank 0 \\(.*disconnected during bootstrap"
+
+# --- g: an interface that does not exist --------------------------------------
+
+port=$(free_port)
+env_g="$COMMON PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2"
+spawn g0 $env_g PS_COMM_IFNAME=nosuchif PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+spawn g1 $env_g PS_COMM_IFNAME=nosuchif PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish g0
+finish g1
+for r in 0 1; do
+	check "g: PS_COMM_IFNAME=nosuchif: rank $r fails" failed_with g$r
+	check "g: PS_COMM_IFNAME=nosuchif: rank $r fails within 5 s" \
+		within g$r 5000
+	check "g: PS_COMM_IFNAME=nosuchif: rank $r says matches no" \
+		says g$r err 'PS_COMM_IFNAME="nosuchif" matches no'
+	check "g: PS_COMM_IFNAME=nosuchif: rank $r lists the interfaces" \
+		says_re g$r err "interfaces here: .*lo"
+done
+
+# --- h: a rank with another job key -------------------------------------------
+
+port=$(free_port)
+env_h="$COMMON PS_COMM_TIMEOUT=5 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2"
+spawn h0 $env_h PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn h1 $env_h PS_COMM_RANK=1 PS_COMM_JOB_KEY=other "$PINGPONG" $PPARGS
+finish h1
+finish h0
+check "h: foreign job key: rank 1 fails" failed_with h1
+check "h: foreign job key: rank 1 fails fast (< 3 s)" within h1 3000
+check "h: foreign job key: rank 1 says foreign job" says h1 err "foreign job"
+check "h: foreign job key: rank 1 is told PS_COMM_JOB_KEY differs" \
+	says h1 err "PS_COMM_JOB_KEY"
+check "h: foreign job key: rank 0 logs the refusal" \
+	says h0 err "foreign job"
+check "h: foreign job key: rank 0, left alone, fails" failed_with h0
+check "h: foreign job key: rank 0 fails within ~PS_COMM_TIMEOUT (< 9 s)" \
+	within h0 9000
+
+exit $failed

@@ -1,0 +1,51 @@
+# Shared helpers for the multi-process test scripts: locate the build
+# tree's programs, report results in TAP-like lines, and run a program
+# under ps_comm_run with a timeout. Sourced, never run.
+
+top_builddir=${top_builddir:-.}
+RUN="$top_builddir/tools/ps_comm_run"
+failures=0
+passes=0
+skips=0
+
+ok() { echo "ok - $*"; passes=$((passes + 1)); }
+not_ok() { echo "not ok - $*"; failures=$((failures + 1)); }
+skip() { echo "ok - $* # SKIP"; skips=$((skips + 1)); }
+
+# Does the provider exist on this machine? (fi_info answers for it)
+have_provider() {
+	command -v fi_info >/dev/null 2>&1 || return 0
+	fi_info -p "$1" -t FI_EP_RDM >/dev/null 2>&1
+}
+
+# run_ranks NAME N PROVIDER TIMEOUT PROG [ARGS...]: one check.
+run_ranks() {
+	name=$1 n=$2 prov=$3 tmo=$4
+	shift 4
+	if ! have_provider "$prov"; then
+		skip "$name: provider $prov not present"
+		return
+	fi
+	log=$(mktemp)
+	start=$(date +%s)
+	"$RUN" -n "$n" --provider "$prov" --timeout "$tmo" -- "$@" >"$log" 2>&1
+	rc=$?
+	secs=$(($(date +%s) - start))
+	if [ $rc -eq 0 ]; then
+		ok "$name ($n ranks, $prov, ${secs}s)"
+	elif [ $rc -eq 77 ]; then
+		skip "$name: $prov not usable here"
+	else
+		not_ok "$name ($n ranks, $prov): exit $rc after ${secs}s"
+		sed 's/^/#   /' "$log" | tail -20
+	fi
+	rm -f "$log"
+}
+
+# finish: the exit status automake expects.
+finish() {
+	echo "# $passes passed, $failures failed, $skips skipped"
+	[ $failures -eq 0 ] || exit 1
+	[ $passes -gt 0 ] || exit 77
+	exit 0
+}

@@ -1,0 +1,29 @@
+#!/bin/sh
+# The PMIx bootstrap: Open MPI's mpirun (a PMIx server) starts pingpong
+# with no pscomm variables set at all.
+. "${srcdir:-.}/tests/mp/common.sh"
+
+if ! command -v mpirun >/dev/null 2>&1; then
+	echo "SKIP: mpirun (openmpi-bin) not installed"
+	exit 77
+fi
+if ! grep -q '^#define HAVE_PMIX 1' "$top_builddir/config.h" 2>/dev/null; then
+	echo "SKIP: pscomm built without PMIx"
+	exit 77
+fi
+unset PS_COMM_RANK PS_COMM_SIZE PS_COMM_ROOT PS_COMM_BOOTSTRAP MASTER_ADDR \
+	MASTER_PORT FI_PROVIDER
+log=$(mktemp)
+timeout 120 mpirun --allow-run-as-root --oversubscribe -np 3 \
+	-x PS_COMM_LOG_LEVEL=info \
+	"$top_builddir/examples/pingpong" -M 65536 -i 20 -w 2 --csv >"$log" 2>&1
+rc=$?
+if [ $rc -eq 0 ] && grep -q "bootstrap pmix, 3 ranks" "$log" &&
+	[ "$(grep -c '^[0-9]*,[0-9.]*,[0-9.]*$' "$log")" -eq 17 ]; then
+	ok "mpirun -np 3 examples/pingpong bootstraps through PMIx"
+else
+	not_ok "mpirun -np 3 examples/pingpong (exit $rc)"
+	sed 's/^/#   /' "$log" | tail -20
+fi
+rm -f "$log"
+finish
