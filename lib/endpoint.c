@@ -15,10 +15,8 @@
 
 #include "psc.h"
 
-/* The libfabric API version pscomm asks for. */
-#define PSC_FI_VERSION FI_VERSION(1, 9)
 
-static struct fi_info *make_hints(void)
+struct fi_info *psc_ep_hints(const char *prov_name)
 {
 	struct fi_info *h = fi_allocinfo();
 
@@ -35,6 +33,14 @@ static struct fi_info *make_hints(void)
 				  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 	h->tx_attr->msg_order = FI_ORDER_SAS;
 	h->rx_attr->msg_order = FI_ORDER_SAS;
+	if (prov_name) {
+		h->fabric_attr->prov_name = strdup(prov_name);
+		if (!h->fabric_attr->prov_name) {
+			fi_freeinfo(h);
+			return NULL;
+		}
+		psc_provider_lookup(prov_name)->fixup_hints(h);
+	}
 	return h;
 }
 
@@ -105,7 +111,7 @@ static struct fi_info *choose_entry(struct fi_info *list,
 static int ep_choose(struct psc_ep *ep, const struct psc_ep_config *cfg,
 		     char *err, size_t len)
 {
-	struct fi_info *hints = make_hints(), *list = NULL, *pick;
+	struct fi_info *hints = psc_ep_hints(NULL), *list = NULL, *pick;
 	const char *filter = getenv("FI_PROVIDER");
 	char rejects[512] = "", installed[256];
 	int rc;

@@ -480,6 +480,16 @@ struct psc_ep *psc_ep_find_shared(const char *key);
 void psc_ep_register(struct psc_ep *ep);
 bool psc_ep_unregister(struct psc_ep *ep);
 
+/* The libfabric API version pscomm asks for. */
+#define PSC_FI_VERSION FI_VERSION(1, 9)
+
+/*
+ * pscomm's fi_getinfo hints, for one provider after its profile's
+ * fixup_hints (prov_name NULL: any provider). Caller frees with
+ * fi_freeinfo; NULL when out of memory.
+ */
+struct fi_info *psc_ep_hints(const char *prov_name);
+
 /* How an endpoint is chosen and opened. */
 struct psc_ep_config {
 	const struct psc_params *params;

@@ -23,8 +23,6 @@
 
 #include "psc.h"
 
-/* Must equal the version lib/endpoint.c asks for (PSC_FI_VERSION). */
-#define INFO_FI_VERSION FI_VERSION(1, 9)
 
 enum {
 	EXIT_USAGE = 2,
@@ -233,8 +231,8 @@ static void print_versions(void)
 	printf("pscomm %s\n", ps_comm_version());
 	printf("libfabric %u.%u at run time (built against %d.%d; pscomm "
 	       "asks for API %u.%u)\n", FI_MAJOR(rt), FI_MINOR(rt),
-	       FI_MAJOR_VERSION, FI_MINOR_VERSION, FI_MAJOR(INFO_FI_VERSION),
-	       FI_MINOR(INFO_FI_VERSION));
+	       FI_MAJOR_VERSION, FI_MINOR_VERSION, FI_MAJOR(PSC_FI_VERSION),
+	       FI_MINOR(PSC_FI_VERSION));
 }
 
 /* -------------------------------------------------------- placement */
@@ -287,43 +285,6 @@ static void print_placement(struct context *cx)
 	choose_iface(cx);
 	psc_topo_describe(topo, sizeof(topo));
 	printf("  placement: %s\n", topo);
-}
-
-/* ------------------------------------------------------------- hints */
-
-/*
- * The hints of lib/endpoint.c make_hints(), for one provider (name NULL:
- * any). Keep the two in step. The caller frees with fi_freeinfo.
- */
-static struct fi_info *make_hints(const char *name)
-{
-	struct fi_info *h = fi_allocinfo();
-	void (*fixup)(struct fi_info *);
-
-	if (!h)
-		return NULL;
-	h->caps = FI_TAGGED | FI_DIRECTED_RECV;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
-	h->ep_attr->type = FI_EP_RDM;
-	h->domain_attr->av_type = FI_AV_TABLE;
-	h->domain_attr->resource_mgmt = FI_RM_ENABLED;
-	h->domain_attr->threading = FI_THREAD_DOMAIN;
-	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
-	h->tx_attr->msg_order = FI_ORDER_SAS;
-	h->rx_attr->msg_order = FI_ORDER_SAS;
-	if (name) {
-		h->fabric_attr->prov_name = strdup(name);
-		if (!h->fabric_attr->prov_name) {
-			fi_freeinfo(h);
-			return NULL;
-		}
-		fixup = psc_provider_lookup(name)->fixup_hints;
-		/* The profile's contract: it may adjust the hints. */
-		if (fixup)
-			fixup(h);
-	}
-	return h;
 }
 
 /* ----------------------------------------------------------- filter */
@@ -591,7 +552,7 @@ static void print_no_entries(const struct context *cx, const char *name,
 /* Ask libfabric about one core provider with pscomm's hints; report. */
 static void explain_provider(const struct context *cx, const char *name)
 {
-	struct fi_info *hints = make_hints(name), *list = NULL;
+	struct fi_info *hints = psc_ep_hints(name), *list = NULL;
 	struct group g[MAX_GROUPS];
 	size_t n;
 	int rc;
@@ -600,7 +561,7 @@ static void explain_provider(const struct context *cx, const char *name)
 		printf("  %-14s ?: out of memory\n", name);
 		return;
 	}
-	rc = fi_getinfo(INFO_FI_VERSION, NULL, NULL, 0, hints, &list);
+	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, 0, hints, &list);
 	fi_freeinfo(hints);
 	if (rc != 0 || !list) {
 		print_no_entries(cx, name, rc ? rc : -FI_ENODATA);
@@ -643,7 +604,7 @@ static void print_providers(const struct context *cx)
 	int rc;
 
 	printf("\nlibfabric providers (can pscomm use it?):\n");
-	rc = fi_getinfo(INFO_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
+	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
 			&all);
 	if (rc != 0) {
 		printf("  none listed: %s\n", fi_strerror(-rc));
@@ -666,14 +627,14 @@ static void print_providers(const struct context *cx)
  */
 static void print_choice(const struct context *cx)
 {
-	struct fi_info *hints = make_hints(NULL), *list = NULL;
+	struct fi_info *hints = psc_ep_hints(NULL), *list = NULL;
 	const struct fi_info *pick = NULL;
 	struct psc_caps c;
 	int rc;
 
 	if (!hints)
 		return;
-	rc = fi_getinfo(INFO_FI_VERSION, NULL, NULL, 0, hints, &list);
+	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, 0, hints, &list);
 	fi_freeinfo(hints);
 	for (const struct fi_info *i = rc ? NULL : list; i && !pick;
 	     i = i->next) {
