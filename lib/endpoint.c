@@ -158,6 +158,8 @@ static int ep_choose(struct psc_ep *ep, const struct psc_ep_config *cfg,
 	/* Leave a quarter of the receive pool for unexpected messages. */
 	ep->post_limit[0] = PSC_MIN(ep->caps.tx_size, 64);
 	ep->post_limit[1] = ep->caps.rx_size - ep->caps.rx_size / 4;
+	/* The tag rides in the CQ data where the profile trusts it. */
+	ep->sw_tag_in_data = ep->caps.sw_tag_in_data;
 	/* Untagged eager messages must fit one provider message. */
 	ep->sw_eager = PSC_SW_EAGER;
 	if (ep->caps.max_msg_size < PSC_SW_HDR + PSC_SW_EAGER)

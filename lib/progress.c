@@ -84,15 +84,27 @@ static void progress_others(struct psc_ep *self)
 	pthread_mutex_unlock(&eps_lock);
 }
 
-/* A software-matched first message: header, then payload. */
+/*
+ * A software-matched first message: the tag as CQ data, or a header in
+ * front of the payload.
+ */
 static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 			     bool *injected)
 {
 	struct iovec iov[2] = {{r->scratch, PSC_SW_HDR}, {r->buf, r->len}};
+	uint8_t flat[PSC_SW_HDR + PSC_SW_EAGER];
+	bool small;
 
-	if (!r->no_inject && PSC_SW_HDR + r->len <= ep->caps.inject_size) {
-		uint8_t flat[PSC_SW_HDR + PSC_SW_EAGER];
-
+	if (ep->sw_tag_in_data) {
+		small = !r->no_inject && r->len <= ep->caps.inject_size;
+		*injected = small;
+		return small ? fi_injectdata(ep->ep, r->buf, r->len, r->tag,
+					     r->addr)
+			     : fi_senddata(ep->ep, r->buf, r->len, NULL, r->tag,
+					   r->addr, &r->fctx);
+	}
+	small = !r->no_inject && PSC_SW_HDR + r->len <= ep->caps.inject_size;
+	if (small) {
 		memcpy(flat, r->scratch, PSC_SW_HDR);
 		memcpy(flat + PSC_SW_HDR, r->buf, r->len);
 		*injected = true;
@@ -224,7 +236,7 @@ static void handle_completion(struct psc_ep *ep,
 	r = req_of(ev->op_context);
 	ep->posted[dir_of(r)]--;
 	if (r->kind == PSC_REQ_BOUNCE) {
-		psc_sw_arrival(ep, r, ev->len);
+		psc_sw_arrival(ep, r, ev);
 		return;
 	}
 	if (r->kind == PSC_REQ_RECV && r->first) {

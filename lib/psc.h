@@ -458,6 +458,7 @@ struct psc_ep {
 	struct ps_comm_request *sw_posted; /* software-matched receives */
 	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
 	size_t sw_eager;		   /* largest untagged payload */
+	bool sw_tag_in_data;		   /* tag in CQ data, no header */
 	size_t posted[2];	       /* sends, receives libfabric holds */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
 	double spin_us;		       /* busy-poll before backing off */
@@ -573,14 +574,17 @@ struct psc_sw_unexp;
 int psc_sw_open(struct psc_ep *ep);
 /* Free arrivals nobody received (at close). */
 void psc_sw_close(struct psc_ep *ep);
-/* Write r's tag and length into r->scratch for an untagged send. */
+/*
+ * Write r's tag and length into r->scratch for an untagged send (unused
+ * when the tag travels as CQ data).
+ */
 void psc_sw_encode_hdr(struct ps_comm_request *r);
 /*
  * A bounce buffer b received got bytes: match it to the first fitting
  * receive or keep it, then repost b. Lock held.
  */
 void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
-		    size_t got);
+		    const struct fi_cq_tagged_entry *ev);
 /* Match first receive r against kept arrivals, or queue it. Lock held. */
 void psc_sw_recv(struct psc_ep *ep, struct ps_comm_request *r);
 /* Withdraw a queued receive; true if it was queued. Lock held. */

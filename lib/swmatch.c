@@ -11,9 +11,10 @@
  * receive ever posted is exact, which is what this mode guarantees.
  *
  * So in this mode the first message of every user, collective or control
- * send travels untagged: a 16-byte header (the pscomm tag and the payload
- * length) plus at most PSC_SW_EAGER bytes, into bounce buffers that stay
- * posted. Arrivals are matched here against receives in posting order, or
+ * send travels untagged, with its pscomm tag in the remote CQ data where
+ * the provider carries 8 bytes of it (shm, tcp), else in a 16-byte header
+ * (tag and payload length) before at most ep->sw_eager bytes, into bounce
+ * buffers that stay posted. Arrivals are matched here against receives in posting order, or
  * kept in arrival order until a receive comes. Larger messages send only
  * their large-message header this way; their chunks use exact tagged
  * receives straight into the user's buffer, so they are not copied.
@@ -119,27 +120,48 @@ static void deliver(struct ps_comm_request *r, uint64_t tag,
 		psc_req_complete(r, rc);
 }
 
-void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
-		    size_t got)
+/* Find an arrival's tag and payload; false if it is malformed. */
+static bool parse_arrival(const struct psc_ep *ep,
+			  const struct ps_comm_request *b,
+			  const struct fi_cq_tagged_entry *ev, uint64_t *tag,
+			  const uint8_t **data, uint64_t *len)
 {
 	const uint8_t *p = b->buf;
+
+	if (ep->sw_tag_in_data) {
+		*tag = ev->data;
+		*data = p;
+		*len = ev->len;
+		return (ev->flags & FI_REMOTE_CQ_DATA) != 0;
+	}
+	if (ev->len < PSC_SW_HDR || get64(p + 8) != ev->len - PSC_SW_HDR)
+		return false;
+	*tag = get64(p);
+	*data = p + PSC_SW_HDR;
+	*len = ev->len - PSC_SW_HDR;
+	return true;
+}
+
+void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
+		    const struct fi_cq_tagged_entry *ev)
+{
+	const uint8_t *data;
 	struct ps_comm_request **pp;
 	struct psc_sw_unexp *u, **tail;
 	uint64_t tag, len;
 
-	if (got < PSC_SW_HDR || (len = get64(p + 8)) != got - PSC_SW_HDR) {
+	if (!parse_arrival(ep, b, ev, &tag, &data, &len)) {
 		psc_log(PSC_LOG_WARN, ep->rank, "dropping a malformed "
-			"message of %zu bytes", got);
+			"message of %zu bytes", ev->len);
 		goto repost;
 	}
-	tag = get64(p);
 	for (pp = &ep->sw_posted; *pp; pp = &(*pp)->next)
 		if (tag_matches(*pp, tag)) {
 			struct ps_comm_request *r = *pp;
 
 			*pp = r->next;
 			r->next = NULL;
-			deliver(r, tag, p + PSC_SW_HDR, len);
+			deliver(r, tag, data, len);
 			goto repost;
 		}
 	u = malloc(sizeof(*u) + len);
@@ -152,7 +174,7 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 	u->next = NULL;
 	u->tag = tag;
 	u->len = len;
-	memcpy(u->data, p + PSC_SW_HDR, len);
+	memcpy(u->data, data, len);
 	for (tail = &ep->sw_unexp; *tail; tail = &(*tail)->next)
 		;
 	*tail = u;

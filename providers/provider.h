@@ -32,6 +32,7 @@ struct psc_caps {
 	bool len_in_cq_data;	/* provider truncates silently: carry len */
 	bool ip_addressed;	/* one entry per IP interface */
 	bool sw_match;		/* match first messages in software */
+	bool sw_tag_in_data;	/* untagged CQ data arrives intact */
 	size_t tx_size, rx_size;
 };
 

@@ -20,6 +20,7 @@ static void shm_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->wait_fd = false;
 	c->wait_sread = false;
 	c->sw_match = true;
+	c->sw_tag_in_data = c->cq_data_size >= 8;
 }
 
 const struct psc_provider_ops psc_shm_ops = {

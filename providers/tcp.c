@@ -20,6 +20,7 @@ static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->wait_fd = true;
 	c->ip_addressed = true;
 	c->sw_match = true;
+	c->sw_tag_in_data = c->cq_data_size >= 8;
 }
 
 const struct psc_provider_ops psc_tcp_ops = {
