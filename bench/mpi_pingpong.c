@@ -36,8 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define WINDOW 64
-#define SCALE_LIMIT (64UL * 1024)
+#include "pingpong_common.h"
 
 enum { TAG_LAT = 1, TAG_BW = 2, TAG_ACK = 3, TAG_CHECK = 4 };
 
@@ -51,45 +50,6 @@ static void usage(const char *prog)
             "  -w WARMUP  warm-up iterations (default 100)\n"
             "  --csv      print size_bytes,latency_us,bandwidth_MBps\n",
             prog);
-}
-
-static int parse_size(const char *s, unsigned long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 0);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (*end != '\0')
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* fewer iterations above 64 KiB so 4 MiB does not take minutes */
-static unsigned long scale(unsigned long n, unsigned long size,
-                           unsigned long floor_)
-{
-    if (size <= SCALE_LIMIT)
-        return n;
-    unsigned long s = (unsigned long)((double)n * SCALE_LIMIT / (double)size);
-    return s > floor_ ? s : floor_;
-}
-
-static unsigned long bw_windows(unsigned long iters)
-{
-    return iters / WINDOW > 0 ? iters / WINDOW : 1;
-}
-
-static unsigned char pattern(unsigned long size, unsigned long i, int who)
-{
-    return (unsigned char)((i * 131u + size * 7u + (unsigned)who * 29u) & 0xff);
 }
 
 static void check_abort(const char *what, unsigned long size, unsigned long off,

@@ -46,8 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define WINDOW 64
-#define SCALE_LIMIT (64UL * 1024)
+#include "pingpong_common.h"
 #define CFG_MAGIC 0x7a6d7170UL /* "zmqp" */
 
 struct config {
@@ -73,45 +72,6 @@ static void die(const char *what)
     fprintf(stderr, "zmq_pingpong[%d]: %s: %s\n", (int)getpid(), what,
             zmq_strerror(zmq_errno()));
     exit(1);
-}
-
-static int parse_size(const char *s, unsigned long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 0);
-    if (errno || end == s)
-        return -1;
-    switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
-    }
-    if (*end != '\0')
-        return -1;
-    *out = v;
-    return 0;
-}
-
-/* fewer iterations above 64 KiB so 4 MiB does not take minutes */
-static unsigned long scale(unsigned long n, unsigned long size,
-                           unsigned long floor_)
-{
-    if (size <= SCALE_LIMIT)
-        return n;
-    unsigned long s = (unsigned long)((double)n * SCALE_LIMIT / (double)size);
-    return s > floor_ ? s : floor_;
-}
-
-static unsigned long bw_windows(unsigned long iters)
-{
-    return iters / WINDOW > 0 ? iters / WINDOW : 1;
-}
-
-static unsigned char pattern(unsigned long size, unsigned long i, int who)
-{
-    return (unsigned char)((i * 131u + size * 7u + (unsigned)who * 29u) & 0xff);
 }
 
 static double now(void)
