@@ -362,7 +362,8 @@ int psc_p2p_first_recv(struct ps_comm_request *r,
 	}
 	if (psc_tag_is_large(tl, ev->tag) && got == LARGE_HDR_LEN)
 		return recv_large(r, r->buf);
-	if (r->buf == r->scratch)
+	/* A zero-length receive may have a NULL buffer: copy nothing. */
+	if (r->buf == r->scratch && PSC_MIN(got, r->user_len))
 		memcpy(r->user_buf, r->scratch, PSC_MIN(got, r->user_len));
 	if (got > r->user_len)
 		r->status.error = PS_COMM_ERR_TRUNCATE;

@@ -246,7 +246,7 @@ static void handle_completion(struct psc_ep *ep,
 	} else if (r->kind == PSC_REQ_RECV) {
 		r->status.len = ev->len;
 		/* A chunk received whole into a buffer of its own. */
-		if (r->owns_buf && r->user_buf)
+		if (r->owns_buf && r->user_len)
 			memcpy(r->user_buf, r->buf, r->user_len);
 		if (ep->caps.len_in_cq_data &&
 		    (ev->flags & FI_REMOTE_CQ_DATA) &&
@@ -290,7 +290,7 @@ static void handle_cq_error(struct psc_ep *ep)
 					(int)psc_tag_rank(&ep->tl, e.tag);
 				r->status.tag = (int)psc_tag_user(&ep->tl, e.tag);
 			}
-			if (r->buf == r->scratch)
+			if (r->buf == r->scratch && r->user_len)
 				memcpy(r->user_buf, r->scratch, r->user_len);
 			r->status.len = r->user_len;
 		} else {
@@ -382,6 +382,14 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 
 	if (ms < 1)
 		ms = 1;
+	/*
+	 * Sends in flight need this side's progress to push their data (the
+	 * wait fd does not wake for a writable socket): yield, do not sleep.
+	 */
+	if (ep->posted[0] || ep->txq.head) {
+		sched_yield();
+		return;
+	}
 	if (ep->wait_mode == PSC_WAIT_FD) {
 		struct fid *f = &ep->cq->fid;
 		int rc;
