@@ -61,17 +61,8 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 failed=0
 
-# check DESCRIPTION COMMAND...: run COMMAND, report whether it succeeded.
-check() {
-	desc=$1
-	shift
-	if "$@"; then
-		echo "ok - $desc"
-	else
-		echo "not ok - $desc"
-		failed=1
-	fi
-}
+# ok, not_ok and check come from common.sh.
+. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
 
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))

@@ -3,13 +3,24 @@
 # under ps_comm_run with a timeout. Sourced, never run.
 
 top_builddir=${top_builddir:-.}
-RUN="$top_builddir/tools/ps_comm_run"
+RUN=${PS_COMM_RUN:-$top_builddir/tools/ps_comm_run}
 failures=0
 passes=0
 skips=0
 
 ok() { echo "ok - $*"; passes=$((passes + 1)); }
-not_ok() { echo "not ok - $*"; failures=$((failures + 1)); }
+not_ok() { echo "not ok - $*"; failures=$((failures + 1)); failed=1; }
+
+# check DESCRIPTION COMMAND...: run COMMAND, report whether it succeeded.
+check() {
+	desc=$1
+	shift
+	if "$@"; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+	fi
+}
 skip() { echo "ok - $* # SKIP"; skips=$((skips + 1)); }
 
 # Does the provider exist on this machine? (fi_info answers for it)

@@ -27,17 +27,8 @@ trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 failed=0
 
-# check DESCRIPTION COMMAND...: run COMMAND, report whether it succeeded.
-check() {
-	desc=$1
-	shift
-	if "$@"; then
-		echo "ok - $desc"
-	else
-		echo "not ok - $desc"
-		failed=1
-	fi
-}
+# ok, not_ok and check come from common.sh.
+. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
 
 # run ARGS...: run the launcher, keeping its status in $rc, its output in
 # $tmp/out and $tmp/err and its duration in whole seconds in $secs.
