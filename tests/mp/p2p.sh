@@ -5,8 +5,14 @@
 # matching forced where the provider's own matching is the default.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/mp/p2p_suite"
+# PSC_TEST_PROVIDERS narrows the providers (CI's sanitizer run leaves out
+# udp: slowed down by ASan, udp;ofi_rxd sometimes stalls in its own
+# retransmission).
+providers=${PSC_TEST_PROVIDERS:-tcp shm udp sockets}
+want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
 for prov in tcp shm udp; do
+	want "$prov" || continue
 	# udp;ofi_rxd stalls in its own retransmission with 10,000 messages
 	# in flight between 3 ranks on 2 cores: it runs the 1,000 version.
 	quick=
@@ -18,6 +24,7 @@ for prov in tcp shm udp; do
 		run_ranks "p2p, max_msg_size 4 KiB" 3 "$prov" 240 "$SUITE" $quick
 done
 # sockets takes milliseconds per message here: a smaller subset.
+want sockets || finish
 for n in 2 3; do
 	run_ranks "p2p (quick)" "$n" sockets 240 "$SUITE" --quick
 done
