@@ -459,6 +459,7 @@ struct psc_ep {
 	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
 	size_t sw_eager;		   /* largest untagged payload */
 	bool sw_tag_in_data;		   /* tag in CQ data, no header */
+	uint64_t sw_dropped;		   /* malformed arrivals dropped */
 	size_t posted[2];	       /* sends, receives libfabric holds */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
 	double spin_us;		       /* busy-poll before backing off */

@@ -151,8 +151,11 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 	uint64_t tag, len;
 
 	if (!parse_arrival(ep, b, ev, &tag, &data, &len)) {
-		psc_log(PSC_LOG_WARN, ep->rank, "dropping a malformed "
-			"message of %zu bytes", ev->len);
+		/* A flood of bad messages must not flood the log too. */
+		if (ep->sw_dropped++ < 10 || ep->sw_dropped % 10000 == 0)
+			psc_log(PSC_LOG_WARN, ep->rank, "dropping a malformed "
+				"message of %zu bytes (%llu so far)", ev->len,
+				(unsigned long long)ep->sw_dropped);
 		goto repost;
 	}
 	for (pp = &ep->sw_posted; *pp; pp = &(*pp)->next)
