@@ -324,8 +324,11 @@ static int exchange(struct ps_comm *c, struct psc_store *s)
 
 	rec_fill(&me, c);
 	len = rec_encode(&me, buf, sizeof(buf));
-	if (!len)
-		return PS_COMM_ERR_INTERNAL;
+	if (!len) {
+		snprintf(s->err, sizeof(s->err), "this rank's record does not "
+			 "fit %zu bytes", sizeof(buf));
+		return -EOVERFLOW;
+	}
 	rc = s->ops->put(s, "rec", buf, len);
 	if (!rc)
 		rc = s->ops->commit(s);
@@ -378,7 +381,7 @@ static int bootstrap_err(int rc)
 	case -ENOSYS:
 		return PS_COMM_ERR_NOTSUP;
 	default:
-		return rc < 0 && rc > -1000 ? PS_COMM_ERR_BOOTSTRAP : rc;
+		return PS_COMM_ERR_BOOTSTRAP;
 	}
 }
 

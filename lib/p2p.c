@@ -97,21 +97,6 @@ bool psc_tag_is_large(const struct psc_tag_layout *l, uint64_t t)
 
 /* ------------------------------------------------------ send, recv */
 
-static void be_put(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = n - 1; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t be_get(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < n; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* The largest message sent as one piece. */
 static size_t single_limit(const struct psc_ep *ep)
 {
@@ -167,11 +152,11 @@ static int isend_large(struct ps_comm *c, struct ps_comm_request *p,
 				     (uint32_t)c->rank, seq);
 	int rc;
 
-	be_put(p->scratch, LARGE_MAGIC, 4);
-	be_put(p->scratch + 4, 0, 4);
-	be_put(p->scratch + 8, len, 8);
-	be_put(p->scratch + 16, seq, 4);
-	be_put(p->scratch + 20, 0, 4);
+	psc_be_put(p->scratch, LARGE_MAGIC, 4);
+	psc_be_put(p->scratch + 4, 0, 4);
+	psc_be_put(p->scratch + 8, len, 8);
+	psc_be_put(p->scratch + 16, seq, 4);
+	psc_be_put(p->scratch + 20, 0, 4);
 	/* Hold a reference so the parent cannot complete while posting. */
 	p->children_left++;
 	rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
@@ -309,10 +294,10 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	uint32_t seq;
 	int rc = 0;
 
-	if (be_get(hdr, 4) != LARGE_MAGIC)
+	if (psc_be_get(hdr, 4) != LARGE_MAGIC)
 		return PS_COMM_ERR_PROTO;
-	total = be_get(hdr + 8, 8);
-	seq = (uint32_t)be_get(hdr + 16, 4);
+	total = psc_be_get(hdr + 8, 8);
+	seq = (uint32_t)psc_be_get(hdr + 16, 4);
 	psc_tag_match(tl, PSC_PROTO_CONT, c->ctx, r->status.source, seq,
 		      &ctag, &ignore);
 	r->kind = PSC_REQ_PARENT;

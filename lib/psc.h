@@ -117,6 +117,22 @@ uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
 #define PSC_FNV_INIT 0xcbf29ce484222325ULL
 uint64_t psc_fnv1a(uint64_t h, const void *data, size_t len);
 
+/* Big-endian encoding of the low `bytes` bytes of v, for wire formats. */
+static inline void psc_be_put(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static inline uint64_t psc_be_get(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < bytes; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
 /* ------------------------------------------------------------- errors */
 
 /* Map a negative errno or -FI_E* code to a PS_COMM_ERR_* value. */

@@ -20,47 +20,36 @@
 
 /* The low bits of the job field count communicators (generations). */
 #define GEN_MASK 0xffffULL
-/* The rank field of an ERROR reply that asks the client to retry. */
-#define RETRY_RANK (-2)
+/*
+ * The rank field of a reply from the root says what kind of answer it is:
+ * an ERROR with REPLY_RETRY asks the client to come back later, one with
+ * REPLY_MISMATCH says the client belongs to another job (key or size).
+ */
+enum { REPLY_PLAIN = 0, REPLY_RETRY = -2, REPLY_MISMATCH = -3 };
 
 /* ------------------------------------------------------------ codec */
 
-static void put_be(uint8_t *p, uint64_t v, int bytes)
-{
-	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get_be(const uint8_t *p, int bytes)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < bytes; i++)
-		v = (v << 8) | p[i];
-	return v;
-}
-
 void psc_wire_encode(const struct psc_wire_hdr *h, uint8_t *buf)
 {
-	put_be(buf, h->magic, 4);
-	put_be(buf + 4, h->version, 2);
-	put_be(buf + 6, h->type, 2);
-	put_be(buf + 8, h->job, 8);
-	put_be(buf + 16, (uint32_t)h->rank, 4);
-	put_be(buf + 20, (uint32_t)h->size, 4);
-	put_be(buf + 24, h->len, 4);
+	psc_be_put(buf, h->magic, 4);
+	psc_be_put(buf + 4, h->version, 2);
+	psc_be_put(buf + 6, h->type, 2);
+	psc_be_put(buf + 8, h->job, 8);
+	psc_be_put(buf + 16, (uint32_t)h->rank, 4);
+	psc_be_put(buf + 20, (uint32_t)h->size, 4);
+	psc_be_put(buf + 24, h->len, 4);
 }
 
 int psc_wire_decode(const uint8_t *buf, struct psc_wire_hdr *h, char *err,
 		    size_t len)
 {
-	h->magic = (uint32_t)get_be(buf, 4);
-	h->version = (uint16_t)get_be(buf + 4, 2);
-	h->type = (uint16_t)get_be(buf + 6, 2);
-	h->job = get_be(buf + 8, 8);
-	h->rank = (int32_t)(uint32_t)get_be(buf + 16, 4);
-	h->size = (int32_t)(uint32_t)get_be(buf + 20, 4);
-	h->len = (uint32_t)get_be(buf + 24, 4);
+	h->magic = (uint32_t)psc_be_get(buf, 4);
+	h->version = (uint16_t)psc_be_get(buf + 4, 2);
+	h->type = (uint16_t)psc_be_get(buf + 6, 2);
+	h->job = psc_be_get(buf + 8, 8);
+	h->rank = (int32_t)(uint32_t)psc_be_get(buf + 16, 4);
+	h->size = (int32_t)(uint32_t)psc_be_get(buf + 20, 4);
+	h->len = (uint32_t)psc_be_get(buf + 24, 4);
 	if (h->magic != PSC_WIRE_MAGIC) {
 		snprintf(err, len, "bad magic 0x%08x (not a pscomm peer)",
 			 h->magic);
@@ -162,10 +151,10 @@ static struct kv *kv_find(struct server *sv, const char *key)
 }
 
 static void server_reply(struct server *sv, struct conn *c, uint16_t type,
-			 const void *pay, uint32_t len)
+			 int32_t kind, const void *pay, uint32_t len)
 {
 	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION, type,
-				 sv->job, 0, sv->size, len};
+				 sv->job, kind, sv->size, len};
 
 	/* Replies are small; a client that does not read them is dropped. */
 	if (wire_send(c->fd, &h, pay, psc_now() + 5) != 0) {
@@ -174,9 +163,10 @@ static void server_reply(struct server *sv, struct conn *c, uint16_t type,
 	}
 }
 
-static void server_error(struct server *sv, struct conn *c, const char *msg)
+static void server_error(struct server *sv, struct conn *c, int32_t kind,
+			 const char *msg)
 {
-	server_reply(sv, c, PSC_WIRE_ERROR, msg, (uint32_t)strlen(msg));
+	server_reply(sv, c, PSC_WIRE_ERROR, kind, msg, (uint32_t)strlen(msg));
 }
 
 /* Fail every waiting client once the rendezvous is aborted. */
@@ -190,7 +180,7 @@ static void server_abort(struct server *sv, const char *reason)
 		struct conn *c = &sv->conns[i];
 
 		if (c->fd >= 0 && c->waiting) {
-			server_error(sv, c, reason);
+			server_error(sv, c, REPLY_PLAIN, reason);
 			free(c->waiting);
 			c->waiting = NULL;
 		}
@@ -216,7 +206,8 @@ static void conn_drop(struct server *sv, struct conn *c)
 }
 
 /* Refuse a connection's message: log it, tell the peer, close. */
-static void conn_refuse(struct server *sv, struct conn *c, const char *why)
+static void conn_refuse(struct server *sv, struct conn *c, int32_t kind,
+			const char *why)
 {
 	char msg[400];
 
@@ -225,7 +216,7 @@ static void conn_refuse(struct server *sv, struct conn *c, const char *why)
 	psc_log(PSC_LOG_ERROR, 0, "refusing message from %s%s: %s", c->peer,
 		c->rank >= 0 ? " (a joined rank)" : "", why);
 	if (c->fd >= 0)
-		server_error(sv, c, msg);
+		server_error(sv, c, kind, msg);
 	conn_drop(sv, c);
 }
 
@@ -237,17 +228,14 @@ static void handle_hello(struct server *sv, struct conn *c)
 	if ((h->job & ~GEN_MASK) != (sv->job & ~GEN_MASK)) {
 		snprintf(why, sizeof(why), "foreign job (PS_COMM_JOB_KEY "
 			 "differs) from %s", c->peer);
-		conn_refuse(sv, c, why);
+		conn_refuse(sv, c, REPLY_MISMATCH, why);
 		return;
 	}
 	if (h->job != sv->job) {
 		/* A later communicator of the same job: it must wait. */
-		struct psc_wire_hdr r = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
-					 PSC_WIRE_ERROR, h->job, RETRY_RANK,
-					 sv->size, 0};
-
-		wire_send(c->fd, &r, NULL, psc_now() + 1);
-		close(c->fd);
+		server_reply(sv, c, PSC_WIRE_ERROR, REPLY_RETRY, NULL, 0);
+		if (c->fd >= 0)
+			close(c->fd);
 		c->fd = -1;
 		return;
 	}
@@ -255,13 +243,13 @@ static void handle_hello(struct server *sv, struct conn *c)
 		snprintf(why, sizeof(why), "this root serves a job of %d "
 			 "ranks, but %s claims size %d", sv->size, c->peer,
 			 h->size);
-		conn_refuse(sv, c, why);
+		conn_refuse(sv, c, REPLY_MISMATCH, why);
 		return;
 	}
 	if (h->rank < 0 || h->rank >= sv->size) {
 		snprintf(why, sizeof(why), "rank %d out of range 0..%d",
 			 h->rank, sv->size - 1);
-		conn_refuse(sv, c, why);
+		conn_refuse(sv, c, REPLY_PLAIN, why);
 		return;
 	}
 	for (size_t i = 0; i < sv->nconns; i++)
@@ -269,13 +257,13 @@ static void handle_hello(struct server *sv, struct conn *c)
 			snprintf(why, sizeof(why), "rank %d joined twice "
 				 "(already from %s)", h->rank,
 				 sv->conns[i].peer);
-			conn_refuse(sv, c, why);
+			conn_refuse(sv, c, REPLY_PLAIN, why);
 			return;
 		}
 	c->rank = h->rank;
 	snprintf(c->host, sizeof(c->host), "%.*s", (int)PSC_MIN(h->len, 63),
 		 c->payload ? (char *)c->payload : "");
-	server_reply(sv, c, PSC_WIRE_OK, NULL, 0);
+	server_reply(sv, c, PSC_WIRE_OK, REPLY_PLAIN, NULL, 0);
 }
 
 static void handle_set(struct server *sv, struct conn *c)
@@ -286,7 +274,7 @@ static void handle_set(struct server *sv, struct conn *c)
 	struct kv *k;
 
 	if (!key || klen == c->hdr.len || klen == 0 || klen > 200) {
-		conn_refuse(sv, c, "SET without a valid key");
+		conn_refuse(sv, c, REPLY_PLAIN, "SET without a valid key");
 		return;
 	}
 	snprintf(full, sizeof(full), "%d/%s", c->rank, key);
@@ -295,7 +283,7 @@ static void handle_set(struct server *sv, struct conn *c)
 		k = calloc(1, sizeof(*k));
 		if (!k || !(k->key = strdup(full))) {
 			free(k);
-			server_error(sv, c, "rendezvous out of memory");
+			server_error(sv, c, REPLY_PLAIN, "rendezvous out of memory");
 			return;
 		}
 		k->next = sv->kvs;
@@ -306,13 +294,13 @@ static void handle_set(struct server *sv, struct conn *c)
 	k->val = malloc(k->len ? k->len : 1);
 	if (k->val)
 		memcpy(k->val, key + klen + 1, k->len);
-	server_reply(sv, c, PSC_WIRE_OK, NULL, 0);
+	server_reply(sv, c, PSC_WIRE_OK, REPLY_PLAIN, NULL, 0);
 	/* Wake the clients that wait for this key. */
 	for (size_t i = 0; i < sv->nconns; i++) {
 		struct conn *w = &sv->conns[i];
 
 		if (w->fd >= 0 && w->waiting && strcmp(w->waiting, full) == 0) {
-			server_reply(sv, w, PSC_WIRE_VALUE, k->val, k->len);
+			server_reply(sv, w, PSC_WIRE_VALUE, REPLY_PLAIN, k->val, k->len);
 			free(w->waiting);
 			w->waiting = NULL;
 		}
@@ -325,14 +313,14 @@ static void handle_get(struct server *sv, struct conn *c)
 
 	if (!c->payload || c->hdr.len == 0 || c->hdr.len > 300 ||
 	    memchr(c->payload, '\0', c->hdr.len) != NULL) {
-		conn_refuse(sv, c, "GET without a valid key");
+		conn_refuse(sv, c, REPLY_PLAIN, "GET without a valid key");
 		return;
 	}
 	free(c->waiting);
 	c->waiting = strndup((char *)c->payload, c->hdr.len);
 	k = kv_find(sv, c->waiting);
 	if (k) {
-		server_reply(sv, c, PSC_WIRE_VALUE, k->val, k->len);
+		server_reply(sv, c, PSC_WIRE_VALUE, REPLY_PLAIN, k->val, k->len);
 		free(c->waiting);
 		c->waiting = NULL;
 	}
@@ -345,7 +333,7 @@ static void handle_msg(struct server *sv, struct conn *c)
 	char why[160];
 
 	if (c->rank < 0 && h->type != PSC_WIRE_HELLO) {
-		conn_refuse(sv, c, "first message is not HELLO");
+		conn_refuse(sv, c, REPLY_PLAIN, "first message is not HELLO");
 		return;
 	}
 	if (c->rank >= 0 && (h->rank != c->rank || h->job != sv->job ||
@@ -353,17 +341,17 @@ static void handle_msg(struct server *sv, struct conn *c)
 		snprintf(why, sizeof(why), "header says rank %d size %d, "
 			 "connection joined as rank %d", h->rank, h->size,
 			 c->rank);
-		conn_refuse(sv, c, why);
+		conn_refuse(sv, c, REPLY_PLAIN, why);
 		return;
 	}
 	if (sv->abort_reason[0] && h->type != PSC_WIRE_HELLO) {
-		server_error(sv, c, sv->abort_reason);
+		server_error(sv, c, REPLY_PLAIN, sv->abort_reason);
 		return;
 	}
 	switch (h->type) {
 	case PSC_WIRE_HELLO:
 		if (c->rank >= 0)
-			conn_refuse(sv, c, "second HELLO");
+			conn_refuse(sv, c, REPLY_PLAIN, "second HELLO");
 		else
 			handle_hello(sv, c);
 		break;
@@ -378,12 +366,12 @@ static void handle_msg(struct server *sv, struct conn *c)
 			c->bye = true;
 			sv->byes++;
 		}
-		server_reply(sv, c, PSC_WIRE_OK, NULL, 0);
+		server_reply(sv, c, PSC_WIRE_OK, REPLY_PLAIN, NULL, 0);
 		break;
 	default:
 		snprintf(why, sizeof(why), "unexpected message type %u",
 			 h->type);
-		conn_refuse(sv, c, why);
+		conn_refuse(sv, c, REPLY_PLAIN, why);
 	}
 }
 
@@ -411,7 +399,7 @@ static void conn_read(struct server *sv, struct conn *c)
 		if (!c->in_payload) {
 			if (psc_wire_decode(c->hdrbuf, &c->hdr, why,
 					    sizeof(why)) != 0) {
-				conn_refuse(sv, c, why);
+				conn_refuse(sv, c, REPLY_PLAIN, why);
 				return;
 			}
 			free(c->payload);
@@ -419,7 +407,7 @@ static void conn_read(struct server *sv, struct conn *c)
 			if (c->hdr.len) {
 				c->payload = malloc(c->hdr.len);
 				if (!c->payload) {
-					conn_refuse(sv, c, "out of memory");
+					conn_refuse(sv, c, REPLY_PLAIN, "out of memory");
 					return;
 				}
 				c->in_payload = true;
@@ -619,17 +607,14 @@ static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 			 "at %s belongs to another job", t->root);
 		return -EPROTO;
 	}
-	if (rh->type == PSC_WIRE_ERROR && rh->rank == RETRY_RANK)
+	if (rh->type == PSC_WIRE_ERROR && rh->rank == REPLY_RETRY)
 		return -EAGAIN;
 	if (rh->type == PSC_WIRE_ERROR) {
 		snprintf(s->err, sizeof(s->err), "%s",
 			 *rpay ? (char *)*rpay : "rendezvous error");
 		free(*rpay);
 		*rpay = NULL;
-		return strstr(s->err, "claims size") ||
-				       strstr(s->err, "foreign")
-			       ? -EBADE
-			       : -ECONNABORTED;
+		return rh->rank == REPLY_MISMATCH ? -EBADE : -ECONNABORTED;
 	}
 	return 0;
 }

@@ -37,25 +37,10 @@ struct psc_sw_unexp {
 	uint8_t data[];
 };
 
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
 void psc_sw_encode_hdr(struct ps_comm_request *r)
 {
-	put64(r->scratch, r->tag);
-	put64(r->scratch + 8, r->len);
+	psc_be_put(r->scratch, r->tag, 8);
+	psc_be_put(r->scratch + 8, r->len, 8);
 }
 
 /* Post one bounce buffer. Lock held. */
@@ -134,9 +119,10 @@ static bool parse_arrival(const struct psc_ep *ep,
 		*len = ev->len;
 		return (ev->flags & FI_REMOTE_CQ_DATA) != 0;
 	}
-	if (ev->len < PSC_SW_HDR || get64(p + 8) != ev->len - PSC_SW_HDR)
+	if (ev->len < PSC_SW_HDR ||
+	    psc_be_get(p + 8, 8) != ev->len - PSC_SW_HDR)
 		return false;
-	*tag = get64(p);
+	*tag = psc_be_get(p, 8);
 	*data = p + PSC_SW_HDR;
 	*len = ev->len - PSC_SW_HDR;
 	return true;
