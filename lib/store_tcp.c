@@ -753,7 +753,12 @@ static int client_join(struct psc_store *s, const struct sockaddr_storage *ra,
 		free(rp);
 		if (rc == 0)
 			return rh.type == PSC_WIRE_OK ? 0 : -EPROTO;
-		if (rc != -EAGAIN && rc != -ECONNRESET)
+		/*
+		 * A root that is ending the previous communicator closes
+		 * under us: the reset shows as ECONNRESET or, when our
+		 * HELLO is still being written, EPIPE.
+		 */
+		if (rc != -EAGAIN && rc != -ECONNRESET && rc != -EPIPE)
 			return rc;
 		close(t->fd);
 		t->fd = -1;
