@@ -194,8 +194,13 @@ int psc_ep_post(struct psc_ep *ep, struct ps_comm_request *r)
 	if (rc == -FI_EAGAIN) {
 		r->state = PSC_REQ_QUEUED;
 		psc_queue_push(q, r);
-		/* rxm needs CQ reads to make the EAGAIN go away. */
-		psc_progress(ep);
+		/*
+		 * rxm needs CQ reads to make the EAGAIN go away. Not from
+		 * inside a CQ read (a reposted bounce buffer): handling later
+		 * completions first would reorder arrivals.
+		 */
+		if (!ep->in_progress)
+			psc_progress(ep);
 		return 0;
 	}
 	return (int)rc;
@@ -319,6 +324,7 @@ int psc_progress(struct psc_ep *ep)
 	struct fi_cq_tagged_entry ev[CQ_BATCH];
 	int total = 0;
 
+	ep->in_progress = true;
 	for (;;) {
 		ssize_t n = fi_cq_read(ep->cq, ev, CQ_BATCH);
 
@@ -336,9 +342,11 @@ int psc_progress(struct psc_ep *ep)
 		} else {
 			psc_log(PSC_LOG_ERROR, ep->rank, "fi_cq_read: %s",
 				fi_strerror((int)-n));
+			ep->in_progress = false;
 			return (int)n;
 		}
 	}
+	ep->in_progress = false;
 	retry_queue(ep, &ep->txq);
 	retry_queue(ep, &ep->rxq);
 	return total;

@@ -478,6 +478,7 @@ struct psc_ep {
 	uint64_t sw_dropped;		   /* malformed arrivals dropped */
 	size_t posted[2];	       /* sends, receives libfabric holds */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
+	bool in_progress;	       /* inside psc_progress's CQ reads */
 	double spin_us;		       /* busy-poll before backing off */
 	int rank;		       /* for log lines */
 	char iface[64];		       /* interface used, or "" */
