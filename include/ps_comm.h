@@ -167,6 +167,164 @@ PS_COMM_API int ps_comm_last_error(ps_comm_t comm, char *buf, size_t len);
 /* The library version as "MAJOR.MINOR.PATCH". */
 PS_COMM_API const char *ps_comm_version(void);
 
+/* ------------------------------------------------------------------------
+ * Collectives and sub-communicators.
+ *
+ * Every rank of comm calls a collective with matching arguments, and
+ * starts collectives on one communicator in the same order. Nonblocking
+ * twins (ps_comm_i*) return a request completed by ps_comm_test/wait;
+ * several may be in flight on one communicator, they progress while the
+ * caller does other work with pscomm, and may complete in any order.
+ * Collective traffic uses its own tag protocol and never matches a user
+ * receive. Buffers must stay untouched until the operation completes.
+ *
+ * Results are bitwise identical on every rank. With PS_COMM_DETERMINISTIC=1
+ * every element is reduced in rank order ((x0 op x1) op x2 ...), so the
+ * bits do not depend on the algorithm, segment size or message size.
+ * float16/bfloat16 are computed in float32 and rounded to nearest even.
+ * min/max: if either operand is NaN the result is NaN.
+ * Integer sum/prod wrap around (two's complement).
+ *
+ * Errors: PS_COMM_ERR_ARG for an invalid dtype/op/root, a NULL buffer with
+ * a nonzero count, or send and receive buffers that overlap without
+ * PS_COMM_IN_PLACE; PS_COMM_ERR_MISMATCH when a peer's message has another
+ * length than this rank expects (ranks passed different counts or element
+ * sizes); PS_COMM_ERR_TIMEOUT after PS_COMM_OP_TIMEOUT when a peer never
+ * sends (for example it called another collective or passed another
+ * dtype/op of the same size); the point-to-point errors otherwise.
+ * ---------------------------------------------------------------------- */
+
+typedef enum ps_comm_dtype {
+	PS_COMM_INT8 = 0,
+	PS_COMM_UINT8,
+	PS_COMM_INT32,
+	PS_COMM_UINT32,
+	PS_COMM_INT64,
+	PS_COMM_UINT64,
+	PS_COMM_FLOAT16,  /* IEEE 754 binary16 */
+	PS_COMM_BFLOAT16, /* the upper half of a float32 */
+	PS_COMM_FLOAT32,
+	PS_COMM_FLOAT64,
+	PS_COMM_DTYPE_COUNT
+} ps_comm_dtype_t;
+
+typedef enum ps_comm_op {
+	PS_COMM_SUM = 0,
+	PS_COMM_PROD,
+	PS_COMM_MIN,
+	PS_COMM_MAX,
+	PS_COMM_OP_COUNT
+} ps_comm_op_t;
+
+/* As the send buffer: the input is taken from (and replaced in) recvbuf. */
+#define PS_COMM_IN_PLACE ((const void *)1)
+
+/* As the color of ps_comm_split: this rank joins no new communicator. */
+#define PS_COMM_UNDEFINED (-1)
+
+/* Size in bytes of one element of dtype, or 0 if dtype is invalid. */
+PS_COMM_API size_t ps_comm_dtype_size(ps_comm_dtype_t dtype);
+
+PS_COMM_API int ps_comm_barrier(ps_comm_t comm);
+PS_COMM_API int ps_comm_ibarrier(ps_comm_t comm, ps_comm_request_t *req);
+
+/* Copy count elements of buf on root to buf on every rank. */
+PS_COMM_API int ps_comm_bcast(ps_comm_t comm, void *buf, size_t count,
+			      ps_comm_dtype_t dtype, int root);
+PS_COMM_API int ps_comm_ibcast(ps_comm_t comm, void *buf, size_t count,
+			       ps_comm_dtype_t dtype, int root,
+			       ps_comm_request_t *req);
+
+/*
+ * Reduce count elements from every rank into recvbuf on root (recvbuf is
+ * ignored elsewhere). root may pass PS_COMM_IN_PLACE as sendbuf.
+ */
+PS_COMM_API int ps_comm_reduce(ps_comm_t comm, const void *sendbuf,
+			       void *recvbuf, size_t count,
+			       ps_comm_dtype_t dtype, ps_comm_op_t op, int root);
+PS_COMM_API int ps_comm_ireduce(ps_comm_t comm, const void *sendbuf,
+				void *recvbuf, size_t count,
+				ps_comm_dtype_t dtype, ps_comm_op_t op,
+				int root, ps_comm_request_t *req);
+
+/* Reduce count elements from every rank into recvbuf on every rank. */
+PS_COMM_API int ps_comm_allreduce(ps_comm_t comm, const void *sendbuf,
+				  void *recvbuf, size_t count,
+				  ps_comm_dtype_t dtype, ps_comm_op_t op);
+PS_COMM_API int ps_comm_iallreduce(ps_comm_t comm, const void *sendbuf,
+				   void *recvbuf, size_t count,
+				   ps_comm_dtype_t dtype, ps_comm_op_t op,
+				   ps_comm_request_t *req);
+
+/*
+ * Gather count elements from every rank into recvbuf (size * count
+ * elements, rank order) on every rank. With PS_COMM_IN_PLACE, each rank's
+ * contribution is already at recvbuf + rank * count elements.
+ */
+PS_COMM_API int ps_comm_allgather(ps_comm_t comm, const void *sendbuf,
+				  void *recvbuf, size_t count,
+				  ps_comm_dtype_t dtype);
+PS_COMM_API int ps_comm_iallgather(ps_comm_t comm, const void *sendbuf,
+				   void *recvbuf, size_t count,
+				   ps_comm_dtype_t dtype,
+				   ps_comm_request_t *req);
+
+/*
+ * Reduce size * recvcount elements from every rank; rank r receives block
+ * r (recvcount elements). With PS_COMM_IN_PLACE the input is the first
+ * size * recvcount elements of recvbuf, and block r is left at its start.
+ */
+PS_COMM_API int ps_comm_reduce_scatter(ps_comm_t comm, const void *sendbuf,
+				       void *recvbuf, size_t recvcount,
+				       ps_comm_dtype_t dtype, ps_comm_op_t op);
+PS_COMM_API int ps_comm_ireduce_scatter(ps_comm_t comm, const void *sendbuf,
+					void *recvbuf, size_t recvcount,
+					ps_comm_dtype_t dtype,
+					ps_comm_op_t op,
+					ps_comm_request_t *req);
+
+/*
+ * Collective over comm: ranks passing the same color form a new
+ * communicator, ordered by key, then by rank in comm. A rank passing
+ * PS_COMM_UNDEFINED gets *newcomm = NULL. Release with ps_comm_finalize.
+ */
+PS_COMM_API int ps_comm_split(ps_comm_t comm, int color, int key,
+			      ps_comm_t *newcomm);
+
+/* ------------------------------------------------------------------------
+ * Memory registration.
+ *
+ * Some fabrics (verbs, efa) need every buffer registered with the NIC.
+ * pscomm does that itself, with a cache, so any buffer may be passed to
+ * any call. Long-lived buffers (ps-lite's parameter arrays, for example)
+ * can be registered once instead: every send or receive whose buffer lies
+ * inside a registered region uses that registration, with no lookup in
+ * the cache and no copy. On fabrics that need no registration these calls
+ * only record the region and cost nothing later.
+ *
+ * A registration belongs to comm's endpoint and serves every communicator
+ * that shares it. Deregister it before freeing or unmapping the memory and
+ * before finalizing the last communicator on it; deregistering also drops
+ * any registration pscomm cached inside the range. Operations in flight on
+ * the region keep it registered until they complete. Any thread may call
+ * these functions.
+ *
+ * Errors: PS_COMM_ERR_ARG for a NULL comm, buf or handle, len 0, a range
+ * that wraps around, or (deregister) a handle that is not registered on
+ * comm's endpoint or was already deregistered; PS_COMM_ERR_NOMEM when out
+ * of memory or when the provider cannot pin more memory (raise
+ * `ulimit -l`, RLIMIT_MEMLOCK); PS_COMM_ERR_PROVIDER or
+ * PS_COMM_ERR_SYSTEM when the provider refuses the registration (details
+ * in ps_comm_last_error).
+ * ---------------------------------------------------------------------- */
+
+/* An opaque registered region; NULL is never a valid one. */
+typedef struct ps_comm_mem *ps_comm_mem_t;
+
+PS_COMM_API int ps_comm_mem_register(ps_comm_t comm, void *buf, size_t len,
+				     ps_comm_mem_t *handle);
+PS_COMM_API int ps_comm_mem_deregister(ps_comm_t comm, ps_comm_mem_t handle);
+
 #ifdef __cplusplus
 }
 #endif

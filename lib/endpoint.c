@@ -1,6 +1,8 @@
 /*
  * The endpoint: hints, choosing one fi_info entry (honouring FI_PROVIDER
- * and, for IP providers, the interface chosen for this rank), and opening
+ * and, for IP providers, the interface chosen for this rank; among NICs
+ * of the chosen provider, the nearest; psc_ep_select runs on any list, so
+ * tests replay recorded ones), and opening
  * fabric, domain, endpoint, CQ and AV as a staged sequence that unwinds on
  * error. Closing follows libfabric's order: endpoint, then CQ and AV, then
  * domain and fabric.
@@ -23,14 +25,19 @@ struct fi_info *psc_ep_hints(const char *prov_name)
 	if (!h)
 		return NULL;
 	h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
-	h->mode = FI_CONTEXT | FI_CONTEXT2;
+	/* FI_ASYNC_IOV: caps.async_iov keeps iov arrays off the stack. */
+	h->mode = FI_CONTEXT | FI_CONTEXT2 | FI_ASYNC_IOV;
 	h->ep_attr->type = FI_EP_RDM;
 	h->domain_attr->av_type = FI_AV_TABLE;
 	h->domain_attr->resource_mgmt = FI_RM_ENABLED;
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
-	/* No FI_MR_LOCAL yet: providers then register internally. */
-	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
-				  FI_MR_PROV_KEY | FI_MR_ENDPOINT;
+	/*
+	 * Offer every mode pscomm honours; verbs;ofi_rxm and efa keep
+	 * FI_MR_LOCAL only when offered, and caps.mr_local then says so.
+	 */
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				  FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				  FI_MR_ENDPOINT;
 	h->tx_attr->msg_order = FI_ORDER_SAS;
 	h->rx_attr->msg_order = FI_ORDER_SAS;
 	if (prov_name) {
@@ -79,51 +86,171 @@ static void installed_providers(char *buf, size_t len)
 	fi_freeinfo(all);
 }
 
-/*
- * Pick the first acceptable entry. For IP-addressed providers, the entry
- * must carry the chosen interface's address.
- */
-static struct fi_info *choose_entry(struct fi_info *list,
-				    const struct psc_iface *iface,
-				    char *rejects, size_t rlen)
+int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
+		 struct fi_info **list, bool *relaxed)
 {
-	for (struct fi_info *i = list; i; i = i->next) {
-		const char *name = i->fabric_attr->prov_name;
-		const struct psc_provider_ops *p = psc_provider_lookup(name);
-		struct psc_caps caps;
-		char why[160];
+	struct fi_info *hints = psc_ep_hints(prov_name);
+	int rc;
 
-		if (!p->accept(i, why, sizeof(why))) {
-			note_reject(rejects, rlen, name, why);
-			continue;
-		}
-		p->derive_caps(i, &caps);
-		if (caps.ip_addressed && iface &&
-		    (!i->src_addr ||
-		     !psc_sockaddr_same_ip(i->src_addr,
-					   (struct sockaddr *)&iface->addr)))
-			continue;
-		return i;
+	*list = NULL;
+	*relaxed = false;
+	if (!hints)
+		return -ENOMEM;
+	rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
+	if (rc == -FI_ENODATA) {
+		/* opx advertises no FI_ORDER_SAS; ask again without it. */
+		hints->tx_attr->msg_order = 0;
+		hints->rx_attr->msg_order = 0;
+		rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
+		*relaxed = rc == 0;
 	}
-	return NULL;
+	fi_freeinfo(hints);
+	return rc;
+}
+
+/* Whether the user pinned this family's interface (FI_TCP_IFACE ...). */
+static bool iface_pinned(const struct psc_provider_ops *p)
+{
+	const char *v = p->iface_env ? getenv(p->iface_env) : NULL;
+
+	return v && *v;
+}
+
+/*
+ * Whether entry i is acceptable for this selection: its profile accepts
+ * it and, for IP-addressed providers, it carries the chosen interface's
+ * address (unless the user pinned the provider's interface). Fills caps.
+ */
+static bool entry_fits(const struct fi_info *i, struct psc_select *s,
+		       struct psc_caps *caps)
+{
+	const char *name = i->fabric_attr->prov_name;
+	const struct psc_provider_ops *p = psc_provider_lookup(name);
+	char why[160];
+
+	if (!p->accept(i, why, sizeof(why))) {
+		note_reject(s->rejects, sizeof(s->rejects), name, why);
+		return false;
+	}
+	p->derive_caps(i, caps);
+	if (caps->ip_addressed && s->iface && !iface_pinned(p) &&
+	    (!i->src_addr ||
+	     !psc_sockaddr_same_ip(i->src_addr,
+				   (struct sockaddr *)&s->iface->addr)))
+		return false;
+	return true;
+}
+
+/* The distance of i's NIC, or -1 when unknown or not asked for. */
+static int entry_distance(const struct fi_info *i, const struct psc_caps *c,
+			  const struct psc_select *s)
+{
+	if (!s->distance || !c->nic_local ||
+	    iface_pinned(psc_provider_lookup(i->fabric_attr->prov_name)))
+		return -1;
+	return s->distance(i, s->distance_arg);
+}
+
+/* The caps the endpoint runs with: the profile's, with the parameters. */
+static void apply_params(struct psc_caps *c, const struct psc_params *p,
+			 int rank)
+{
+	if (p && p->max_msg_size && p->max_msg_size < c->max_msg_size)
+		c->max_msg_size = p->max_msg_size;
+	if (c->inject_size > c->max_msg_size)
+		c->inject_size = c->max_msg_size;
+	if (p && p->sw_match == 1)
+		c->sw_match = true;
+	if (c->sw_match && c->async_iov) {
+		/* Software matching sends from an iov on the stack. */
+		c->sw_match = false;
+		if (p && p->sw_match == 1)
+			psc_log(PSC_LOG_WARN, rank, "PS_COMM_SW_MATCH=1 "
+				"ignored: the provider needs FI_ASYNC_IOV");
+	}
+}
+
+const struct fi_info *psc_ep_select(const struct fi_info *list,
+				    struct psc_select *s)
+{
+	const struct fi_info *first = NULL;
+	struct psc_caps caps;
+
+	s->pick = NULL;
+	s->nic_distance = -1;
+	s->rejects[0] = '\0';
+	/*
+	 * The first fitting entry in libfabric's order fixes the provider
+	 * and address format, so every rank with the same fabric agrees;
+	 * only the NIC within them follows this process's locality.
+	 */
+	for (const struct fi_info *i = list; i; i = i->next) {
+		int d;
+
+		if (first && (strcmp(i->fabric_attr->prov_name,
+				     first->fabric_attr->prov_name) != 0 ||
+			      i->addr_format != first->addr_format))
+			continue;
+		if (!entry_fits(i, s, &caps))
+			continue;
+		d = entry_distance(i, &caps, s);
+		if (!first || (d >= 0 && (s->nic_distance < 0 ||
+					  d < s->nic_distance))) {
+			s->pick = i;
+			s->caps = caps;
+			s->nic_distance = d;
+		}
+		if (!first)
+			first = i;
+	}
+	if (s->pick)
+		apply_params(&s->caps, s->params, s->rank);
+	return s->pick;
+}
+
+/* hwloc's view of the machine, loaded only if an entry names a NIC. */
+struct lazy_topo {
+	void *topo;
+	bool tried;
+};
+
+static int lazy_distance(const struct fi_info *info, void *arg)
+{
+	struct lazy_topo *t = arg;
+
+	if (!t->tried) {
+		t->topo = psc_topo_open();
+		t->tried = true;
+	}
+	return psc_topo_nic_distance(info, t->topo);
 }
 
 static int ep_choose(struct psc_ep *ep, const struct psc_ep_config *cfg,
 		     char *err, size_t len)
 {
-	struct fi_info *hints = psc_ep_hints(NULL), *list = NULL, *pick;
+	struct lazy_topo topo = {NULL, false};
+	struct psc_select sel = {
+		.params = cfg->params,
+		.iface = cfg->iface,
+		.distance = lazy_distance,
+		.distance_arg = &topo,
+		.rank = cfg->rank,
+	};
 	const char *filter = getenv("FI_PROVIDER");
-	char rejects[512] = "", installed[256];
+	const struct fi_info *pick;
+	struct fi_info *list = NULL;
+	char installed[256];
+	bool relaxed;
 	int rc;
 
-	if (!hints)
-		return -ENOMEM;
-	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, 0, hints, &list);
-	fi_freeinfo(hints);
-	pick = rc == 0 ? choose_entry(list, cfg->iface, rejects,
-				      sizeof(rejects))
-		       : NULL;
+	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
+	psc_preflight_env(cfg->params, cfg->rank);
+	rc = psc_ep_query(fi_getinfo, NULL, &list, &relaxed);
+	pick = rc == 0 ? psc_ep_select(list, &sel) : NULL;
+	psc_topo_close(topo.topo);
 	if (!pick) {
+		const char *rejects = sel.rejects;
+
 		installed_providers(installed, sizeof(installed));
 		snprintf(err, len, "no usable libfabric provider%s%s%s%s. "
 			 "Providers installed here: %s. Unset FI_PROVIDER or "
@@ -147,14 +274,18 @@ static int ep_choose(struct psc_ep *ep, const struct psc_ep_config *cfg,
 	if (!ep->info)
 		return -ENOMEM;
 	ep->prov = psc_provider_lookup(ep->info->fabric_attr->prov_name);
-	ep->prov->derive_caps(ep->info, &ep->caps);
-	if (cfg->params->max_msg_size &&
-	    cfg->params->max_msg_size < ep->caps.max_msg_size)
-		ep->caps.max_msg_size = cfg->params->max_msg_size;
-	if (ep->caps.inject_size > ep->caps.max_msg_size)
-		ep->caps.inject_size = ep->caps.max_msg_size;
-	if (cfg->params->sw_match == 1)
-		ep->caps.sw_match = true;
+	ep->caps = sel.caps;
+	if (relaxed)
+		psc_log(PSC_LOG_INFO, cfg->rank, "provider %s offers no "
+			"send-after-send ordering; asked again without it",
+			ep->info->fabric_attr->prov_name);
+	rc = psc_preflight_check(ep->info, &ep->caps, sel.nic_distance,
+				 cfg->rank, err, len);
+	if (rc) {
+		fi_freeinfo(ep->info);
+		ep->info = NULL;
+		return rc;
+	}
 	/* Leave a quarter of the receive pool for unexpected messages. */
 	ep->post_limit[0] = PSC_MIN(ep->caps.tx_size, 64);
 	ep->post_limit[1] = ep->caps.rx_size - ep->caps.rx_size / 4;
@@ -277,6 +408,10 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 	rc = fi_getname(&ep->ep->fid, ep->name, &ep->namelen);
 	if (rc)
 		goto err_close_ep;
+	step = NULL; /* psc_mr_ep_open explains its own failure */
+	rc = psc_mr_ep_open(ep, cfg->params, err, len);
+	if (rc)
+		goto err_close_ep;
 	step = "posting receive buffers";
 	if (ep->caps.sw_match && (rc = psc_sw_open(ep)) != 0)
 		goto err_close_ep;
@@ -305,6 +440,8 @@ err_close_ep:
 	fi_close(&ep->ep->fid);
 	while (ep->live)
 		psc_req_free(ep->live);
+	psc_mr_ep_close(ep);
+	psc_sw_close(ep);
 err_close_av:
 	fi_close(&ep->av->fid);
 err_close_cq:
@@ -314,8 +451,9 @@ err_close_domain:
 err_close_fabric:
 	fi_close(&ep->fabric->fid);
 err_step:
-	snprintf(err, len, "%s on provider %s failed: %s", step,
-		 ep->info->fabric_attr->prov_name, fi_strerror(-rc));
+	if (step)
+		snprintf(err, len, "%s on provider %s failed: %s", step,
+			 ep->info->fabric_attr->prov_name, fi_strerror(-rc));
 err_free:
 	fi_freeinfo(ep->info);
 	pthread_mutex_destroy(&ep->lock);
@@ -359,19 +497,46 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
 	return 0;
 }
 
+int psc_ep_acquire_exclusive(struct psc_ep **out,
+			     const struct psc_ep_config *cfg, char *err,
+			     size_t len)
+{
+	struct psc_ep *ep;
+	int rc = ep_open(&ep, cfg, err, len);
+
+	if (rc)
+		return rc;
+	/* A key that no ep_key() text can equal: never found for sharing. */
+	snprintf(ep->key, sizeof(ep->key), "exclusive:%p", (void *)ep);
+	psc_ep_register(ep);
+	ep->next_ctx = 1;
+	*out = ep;
+	return 0;
+}
+
 void psc_ep_release(struct psc_ep *ep)
 {
 	if (!ep || !psc_ep_unregister(ep))
 		return;
 	fi_close(&ep->ep->fid);
+	/*
+	 * No completion can arrive now: free what libfabric held, then the
+	 * registrations they held, before the domain closes. A child goes
+	 * with its parent, which would otherwise keep a dangling link.
+	 */
+	while (ep->live) {
+		struct ps_comm_request *r = ep->live;
+
+		while (r->parent)
+			r = r->parent;
+		psc_req_free(r);
+	}
+	psc_mr_ep_close(ep);
+	psc_sw_close(ep);
 	fi_close(&ep->av->fid);
 	fi_close(&ep->cq->fid);
 	fi_close(&ep->domain->fid);
 	fi_close(&ep->fabric->fid);
-	/* No completion can arrive now: free what libfabric held. */
-	while (ep->live)
-		psc_req_free(ep->live);
-	psc_sw_close(ep);
 	fi_freeinfo(ep->info);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);

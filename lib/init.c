@@ -175,7 +175,9 @@ static void cancel_all(struct ps_comm *c, int err)
 
 	pthread_mutex_lock(&ep->lock);
 	for (struct ps_comm_request *r = ep->live; r; r = r->live_next) {
-		if (r->comm != c || r->parent || psc_req_done(r))
+		/* A collective fails through its cancelled pieces. */
+		if (r->comm != c || r->parent || psc_req_done(r) ||
+		    r->kind == PSC_REQ_COLL)
 			continue;
 		if (!r->status.error)
 			r->status.error = err;

@@ -143,13 +143,13 @@ static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
 /* Post a large send as a header plus chunks. Lock held. */
 static int isend_large(struct ps_comm *c, struct ps_comm_request *p,
 		       unsigned proto, const void *buf, size_t len,
-		       uint32_t tag)
+		       uint32_t src, uint32_t tag)
 {
 	const struct psc_tag_layout *tl = &c->ep->tl;
 	size_t max = c->ep->caps.max_msg_size;
 	uint32_t seq = (uint32_t)(c->large_seq++ & tl->user_mask);
 	uint64_t ctag = psc_tag_make(tl, PSC_PROTO_CONT, false, c->ctx,
-				     (uint32_t)c->rank, seq);
+				     src, seq);
 	int rc;
 
 	psc_be_put(p->scratch, LARGE_MAGIC, 4);
@@ -157,11 +157,13 @@ static int isend_large(struct ps_comm *c, struct ps_comm_request *p,
 	psc_be_put(p->scratch + 8, len, 8);
 	psc_be_put(p->scratch + 16, seq, 4);
 	psc_be_put(p->scratch + 20, 0, 4);
+	/* One registration for all chunks; without it each finds its own. */
+	psc_mr_req_hold(c->ep, p, buf, len);
 	/* Hold a reference so the parent cannot complete while posting. */
 	p->children_left++;
 	rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
-			psc_tag_make(tl, proto, true, c->ctx,
-				     (uint32_t)c->rank, tag), 0, true);
+			psc_tag_make(tl, proto, true, c->ctx, src, tag), 0,
+			true);
 	for (size_t off = 0; rc == 0 && off < len; off += max)
 		rc = post_child(p, PSC_REQ_SEND, (char *)buf + off,
 				PSC_MIN(max, len - off), ctag, 0, false);
@@ -173,6 +175,14 @@ static int isend_large(struct ps_comm *c, struct ps_comm_request *p,
 
 int psc_isend(struct ps_comm *c, unsigned proto, const void *buf,
 	      size_t len, int peer, uint32_t tag, ps_comm_request_t *req)
+{
+	return psc_isend_to(c, proto, buf, len, c->peers[peer],
+			    (uint32_t)c->rank, tag, req);
+}
+
+int psc_isend_to(struct ps_comm *c, unsigned proto, const void *buf,
+		 size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
+		 ps_comm_request_t *req)
 {
 	struct psc_ep *ep = c->ep;
 	struct ps_comm_request *r;
@@ -189,25 +199,26 @@ int psc_isend(struct ps_comm *c, unsigned proto, const void *buf,
 		pthread_mutex_unlock(&ep->lock);
 		return PS_COMM_ERR_NOMEM;
 	}
-	r->addr = c->peers[peer];
-	r->status.source = c->rank;
+	r->addr = addr;
+	r->status.source = (int)src;
 	r->status.tag = (int)tag;
 	r->status.len = len;
 	if (r->kind == PSC_REQ_PARENT) {
-		rc = isend_large(c, r, proto, buf, len, tag);
+		rc = isend_large(c, r, proto, buf, len, src, tag);
 	} else {
 		r->buf = (void *)buf;
 		r->len = len;
 		r->data = len;
 		/* Finalize must know its messages left before it closes. */
 		r->no_inject = proto == PSC_PROTO_CTRL;
-		r->tag = psc_tag_make(&ep->tl, proto, false, c->ctx,
-				      (uint32_t)c->rank, tag);
+		r->tag = psc_tag_make(&ep->tl, proto, false, c->ctx, src,
+				      tag);
 		rc = post_first_send(ep, r);
 	}
 	if (rc) {
-		psc_comm_set_error(c, "posting a send to rank %d failed: %s",
-				   peer, fi_strerror(-rc));
+		psc_comm_set_error(c, "posting a send to fi_addr %llu "
+				   "failed: %s", (unsigned long long)addr,
+				   fi_strerror(-rc));
 		psc_req_free(r);
 		pthread_mutex_unlock(&ep->lock);
 		return psc_err_from_fi(rc);
@@ -302,6 +313,7 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 		      &ctag, &ignore);
 	r->kind = PSC_REQ_PARENT;
 	r->status.len = PSC_MIN(total, r->user_len);
+	psc_mr_req_hold(c->ep, r, r->user_buf, r->status.len);
 	if (total > r->user_len)
 		r->status.error = PS_COMM_ERR_TRUNCATE;
 	r->children_left++;

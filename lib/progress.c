@@ -54,6 +54,27 @@ void psc_ep_register(struct psc_ep *ep)
 	pthread_mutex_unlock(&eps_lock);
 }
 
+void psc_ep_hold(struct psc_ep *ep)
+{
+	pthread_mutex_lock(&eps_lock);
+	ep->refs++;
+	pthread_mutex_unlock(&eps_lock);
+}
+
+static int (*progress_hook)(void);
+
+void psc_progress_set_hook(int (*hook)(void))
+{
+	__atomic_store_n(&progress_hook, hook, __ATOMIC_RELEASE);
+}
+
+int psc_progress_hooks(void)
+{
+	int (*hook)(void) = __atomic_load_n(&progress_hook, __ATOMIC_ACQUIRE);
+
+	return hook ? hook() : 0;
+}
+
 bool psc_ep_unregister(struct psc_ep *ep)
 {
 	bool last;
@@ -96,12 +117,19 @@ static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 	bool small;
 
 	if (ep->sw_tag_in_data) {
+		void *buf = r->buf, *desc = NULL;
+		int rc;
+
 		small = !r->no_inject && r->len <= ep->caps.inject_size;
 		*injected = small;
-		return small ? fi_injectdata(ep->ep, r->buf, r->len, r->tag,
-					     r->addr)
-			     : fi_senddata(ep->ep, r->buf, r->len, NULL, r->tag,
-					   r->addr, &r->fctx);
+		if (small)
+			return fi_injectdata(ep->ep, r->buf, r->len, r->tag,
+					     r->addr);
+		if (ep->mr_local &&
+		    (rc = psc_mr_req_prepare(ep, r, &buf, &desc)) != 0)
+			return rc;
+		return fi_senddata(ep->ep, buf, r->len, desc, r->tag, r->addr,
+				   &r->fctx);
 	}
 	small = !r->no_inject && PSC_SW_HDR + r->len <= ep->caps.inject_size;
 	if (small) {
@@ -110,36 +138,52 @@ static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 		*injected = true;
 		return fi_inject(ep->ep, flat, PSC_SW_HDR + r->len, r->addr);
 	}
+	if (ep->mr_local) {
+		void *desc[2];
+		size_t n;
+		int rc = psc_mr_req_prepare_hdr(ep, r, r->scratch, PSC_SW_HDR,
+						iov, desc, &n);
+
+		return rc ? rc : fi_sendv(ep->ep, iov, desc, n, r->addr,
+					  &r->fctx);
+	}
 	return fi_sendv(ep->ep, iov, NULL, r->len ? 2 : 1, r->addr, &r->fctx);
 }
 
-/* Hand one request to libfabric. Returns 0, -FI_EAGAIN or an error. */
+/*
+ * Hand one request to libfabric. Returns 0, -FI_EAGAIN or an error. With
+ * registration, every buffer but an injected one goes with a descriptor
+ * (lib/mr.c), possibly from a pre-registered copy (buf).
+ */
 static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
 			bool *injected)
 {
+	void *buf = r->buf, *desc = NULL;
+	int rc;
+
 	*injected = false;
-	if (r->kind == PSC_REQ_BOUNCE)
-		return fi_recv(ep->ep, r->buf, r->len, NULL, r->addr, &r->fctx);
-	if (r->kind == PSC_REQ_RECV)
-		return fi_trecv(ep->ep, r->buf, r->len, NULL, r->addr, r->tag,
-				r->ignore, &r->fctx);
 	if (r->untagged)
 		return post_untagged(ep, r, injected);
-	if (ep->caps.len_in_cq_data) {
-		if (!r->no_inject && r->len <= ep->caps.inject_size) {
-			*injected = true;
-			return fi_tinjectdata(ep->ep, r->buf, r->len, r->data,
-					      r->addr, r->tag);
-		}
-		return fi_tsenddata(ep->ep, r->buf, r->len, NULL, r->data,
-				    r->addr, r->tag, &r->fctx);
-	}
-	if (!r->no_inject && r->len <= ep->caps.inject_size) {
+	if (r->kind == PSC_REQ_SEND && !r->no_inject &&
+	    r->len <= ep->caps.inject_size) {
 		*injected = true;
-		return fi_tinject(ep->ep, r->buf, r->len, r->addr, r->tag);
+		return ep->caps.len_in_cq_data
+			       ? fi_tinjectdata(ep->ep, r->buf, r->len,
+						r->data, r->addr, r->tag)
+			       : fi_tinject(ep->ep, r->buf, r->len, r->addr,
+					    r->tag);
 	}
-	return fi_tsend(ep->ep, r->buf, r->len, NULL, r->addr, r->tag,
-			&r->fctx);
+	if (ep->mr_local && (rc = psc_mr_req_prepare(ep, r, &buf, &desc)) != 0)
+		return rc;
+	if (r->kind == PSC_REQ_BOUNCE)
+		return fi_recv(ep->ep, buf, r->len, desc, r->addr, &r->fctx);
+	if (r->kind == PSC_REQ_RECV)
+		return fi_trecv(ep->ep, buf, r->len, desc, r->addr, r->tag,
+				r->ignore, &r->fctx);
+	if (ep->caps.len_in_cq_data)
+		return fi_tsenddata(ep->ep, buf, r->len, desc, r->data,
+				    r->addr, r->tag, &r->fctx);
+	return fi_tsend(ep->ep, buf, r->len, desc, r->addr, r->tag, &r->fctx);
 }
 
 /* Index into ep->posted: 0 for sends, 1 for receives and bounces. */
@@ -162,6 +206,9 @@ static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
 	if (ep->post_limit[d] && ep->posted[d] >= ep->post_limit[d])
 		return -FI_EAGAIN;
 	rc = post_one(ep, r, &injected);
+	/* Registrations wait with a request that waits for its post. */
+	if (rc && rc != -FI_EAGAIN)
+		psc_mr_req_done(ep, r, 0);
 	if (rc)
 		return rc;
 	if (injected) {
@@ -240,6 +287,8 @@ static void handle_completion(struct psc_ep *ep,
 		return;
 	r = req_of(ev->op_context);
 	ep->posted[dir_of(r)]--;
+	/* Copy a small receive out of its slot before anyone reads it. */
+	psc_mr_req_done(ep, r, ev->len);
 	if (r->kind == PSC_REQ_BOUNCE) {
 		psc_sw_arrival(ep, r, ev);
 		return;
@@ -276,6 +325,8 @@ static void handle_cq_error(struct psc_ep *ep)
 	r = req_of(e.op_context);
 	ep->posted[dir_of(r)]--;
 	err = abs(e.err); /* shm reports a negative value */
+	/* A truncated receive filled its buffer; nothing else arrived. */
+	psc_mr_req_done(ep, r, err == FI_ETRUNC ? r->len : 0);
 	if (r->kind == PSC_REQ_BOUNCE) {
 		/* Cancelled at close, or an oversized message: keep serving. */
 		if (err != FI_ECANCELED) {
@@ -442,6 +493,7 @@ int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		pthread_mutex_lock(&ep->lock);
 		n = psc_progress(ep);
 		pthread_mutex_unlock(&ep->lock);
+		n += psc_progress_hooks();
 		if (done(arg))
 			return 0;
 		progress_others(ep);

@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/socket.h>
 
 #include <rdma/fabric.h>
@@ -370,6 +371,7 @@ enum psc_req_kind {
 	PSC_REQ_RECV,
 	PSC_REQ_PARENT, /* a large message: children do the work */
 	PSC_REQ_BOUNCE, /* an endpoint's software-matching buffer */
+	PSC_REQ_COLL,	/* a collective: its schedule does the work */
 };
 enum psc_req_state { PSC_REQ_QUEUED, PSC_REQ_POSTED, PSC_REQ_DONE };
 
@@ -410,6 +412,15 @@ struct ps_comm_request {
 	size_t user_len;      /* receive: the caller's buffer length */
 	void *user_buf;
 	uint8_t scratch[32];  /* large header or short-receive bounce */
+	struct psc_sched *sched; /* COLL: the schedule while it runs */
+	/*
+	 * COLL: fail the operation with err (a timeout) without the endpoint
+	 * lock held; it completes soon after.
+	 */
+	void (*abort)(struct ps_comm_request *r, int err);
+	/* Registration (lib/mr.c): held from posting until completion. */
+	struct psc_mr *mr;	       /* the buffer's, or its parent's range */
+	struct psc_mr_slot *mr_slot;   /* pre-registered copy of a small one */
 };
 
 /* A FIFO of requests waiting to be posted (EAGAIN). */
@@ -433,6 +444,19 @@ void psc_req_adopt(struct ps_comm_request *parent,
 		   struct ps_comm_request *child);
 /* Whether r has completed (safe without the lock). */
 bool psc_req_done(const struct ps_comm_request *r);
+
+/*
+ * Take a completed request's status and free it; *req becomes NULL.
+ * Lock not held. Returns its status error.
+ */
+int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status);
+
+/*
+ * Withdraw a posted send or receive and free it. Returns 0 once it is
+ * gone, or -EBUSY if the provider still holds it: it is then abandoned
+ * (frees itself later) and its buffer must stay valid. Lock not held.
+ */
+int psc_req_cancel(ps_comm_request_t *req);
 
 /*
  * Record completion of r (err 0 or PS_COMM_ERR_*), propagate to its
@@ -486,6 +510,10 @@ struct psc_ep {
 	char key[160];		       /* what sharing it requires */
 	int refs;		       /* communicators using it */
 	uint32_t next_ctx;	       /* context id of the next one */
+	/* Memory registration (lib/mr.c). */
+	struct psc_mr_cache *mr;       /* registrations of this domain */
+	bool mr_local;		       /* a descriptor with every buffer */
+	void *sw_slab;		       /* the software-matching buffers */
 };
 
 /*
@@ -498,6 +526,8 @@ struct psc_ep {
 struct psc_ep *psc_ep_find_shared(const char *key);
 void psc_ep_register(struct psc_ep *ep);
 bool psc_ep_unregister(struct psc_ep *ep);
+/* Take one more reference on an open endpoint (a split communicator). */
+void psc_ep_hold(struct psc_ep *ep);
 
 /* The libfabric API version pscomm asks for. */
 #define PSC_FI_VERSION FI_VERSION(1, 9)
@@ -528,6 +558,18 @@ struct psc_ep_config {
  */
 int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
 		   uint32_t *ctx, char *err, size_t len);
+
+/*
+ * Like psc_ep_acquire, but always a new endpoint that no later acquire
+ * shares (lib/van/: a van serves its endpoint's fabric address and owns
+ * all VAN-protocol traffic on it, so two vans in one process must not
+ * meet on one endpoint). It is still registered, so blocking waits on
+ * other endpoints progress it. Its one user's context id is 0. Release
+ * with psc_ep_release.
+ */
+int psc_ep_acquire_exclusive(struct psc_ep **out,
+			     const struct psc_ep_config *cfg, char *err,
+			     size_t len);
 
 /*
  * Drop a communicator's hold; the last one closes in order (endpoint,
@@ -565,6 +607,15 @@ int psc_progress(struct psc_ep *ep);
 int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		double deadline);
 
+/*
+ * Install the one progress hook (the collective engine) that blocking
+ * waits and ps_comm_test call after reading the CQ, without any endpoint
+ * lock held. The hook returns how many things moved and never blocks.
+ * psc_progress_hooks runs it (0 if none).
+ */
+void psc_progress_set_hook(int (*hook)(void));
+int psc_progress_hooks(void);
+
 /* Ask libfabric to cancel r (posted) or drop it from the queue. Lock held. */
 void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r);
 
@@ -590,7 +641,10 @@ struct psc_sw_unexp;
 
 /* Post the endpoint's bounce buffers (caps.sw_match). Returns 0/-errno. */
 int psc_sw_open(struct psc_ep *ep);
-/* Free arrivals nobody received (at close). */
+/*
+ * Free the bounce buffers and arrivals nobody received (at close, after
+ * psc_mr_ep_close dropped the buffers' registration).
+ */
 void psc_sw_close(struct psc_ep *ep);
 /*
  * Write r's tag and length into r->scratch for an untagged send (unused
@@ -618,6 +672,7 @@ struct ps_comm {
 	fi_addr_t *peers;      /* rank -> fi_addr */
 	struct psc_params params;
 	uint32_t large_seq;    /* continuation stream id, per sender */
+	uint32_t coll_seq;     /* collectives started on this communicator */
 	bool aborted;
 	double op_timeout;     /* seconds, 0 = none */
 	char provider[64];
@@ -641,6 +696,16 @@ int psc_irecv(struct ps_comm *c, unsigned proto, void *buf, size_t len,
 	      int peer, int64_t tag, ps_comm_request_t *req);
 
 /*
+ * The ps-lite van's send (lib/van/): like psc_isend, but to an explicit
+ * fi_addr, with src carried in the tag's rank field instead of c->rank,
+ * because a van's peers join one at a time and are keyed by node id, not
+ * by rank. Same locking, ordering and errors as psc_isend.
+ */
+int psc_isend_to(struct ps_comm *c, unsigned proto, const void *buf,
+		 size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
+		 ps_comm_request_t *req);
+
+/*
  * Wait for r with deadline; on timeout, cancel and abandon it. Frees the
  * request and sets *req NULL in every case. Returns its status error.
  */
@@ -656,9 +721,326 @@ int psc_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr);
 /* Rank and size from PS_COMM_* or the usual launcher variables. */
 int psc_env_rank_size(int *rank, int *size, char *err, size_t len);
 
+/* ------------------------------------------------ memory registration */
+
+/*
+ * lib/mr.c: descriptors for every buffer handed to libfabric, on
+ * providers that need them (caps.mr_local, or PS_COMM_MR_MODE=local).
+ *
+ * One cache per endpoint (so per domain). Three kinds of registration:
+ *  - cached: an interval index of disjoint, page-aligned ranges; a buffer
+ *    inside a range hits it. Idle ranges (no holder) sit on an LRU list
+ *    bounded by PS_COMM_MR_CACHE_BYTES and PS_COMM_MR_CACHE_ENTRIES; a
+ *    range in use is never deregistered. A miss that overlaps cached
+ *    ranges registers their union and retires them. A range larger than
+ *    the byte bound (or any range when the entry bound is 0) is
+ *    registered for its holders only and dropped with the last one.
+ *  - pinned: ranges registered for the endpoint's lifetime or until
+ *    unpinned (ps_comm_mem_register, the software-matching buffers); they
+ *    are searched before the cache.
+ *  - bounce slots: pre-registered buffers of PS_COMM_MR_BOUNCE_SIZE bytes
+ *    (plus room for a software-matching header) that small messages and
+ *    request scratch areas are copied through; the pool grows on demand.
+ *
+ * Every function below is called with the endpoint lock held (the cache
+ * has no lock of its own), except create/destroy, called while nobody
+ * else can reach the cache. The registering functions return 0 or a
+ * negative errno/-FI_E* code from the backend; they never block beyond
+ * the registration itself.
+ */
+struct psc_mr_cache;
+
+struct psc_mr {
+	uintptr_t start, end;	/* registered range [start, end) */
+	void *handle;		/* the backend's (struct fid_mr *) */
+	void *desc;		/* descriptor for buffers inside the range */
+	uint64_t key;		/* fi_mr_key (provider's or requested) */
+	int refs;		/* holders: posted operations, a pin */
+	unsigned flags;		/* PSC_MR_F_* */
+	struct psc_mr *lru_prev, *lru_next; /* idle cached ranges */
+	struct psc_mr *pin_next;	    /* pinned list */
+	struct psc_mr *all_prev, *all_next; /* every live registration */
+};
+
+#define PSC_MR_F_INDEXED 1u /* in the interval index */
+#define PSC_MR_F_PINNED 2u  /* pinned: never evicted */
+
+/*
+ * How the cache registers: reg fills mr->handle, desc and key for the
+ * range [mr->start, mr->end), requesting key (unique in the cache) where
+ * the provider does not choose keys; returns 0 or a negative code. dereg
+ * undoes it and cannot fail from the cache's view. ctx is the creator's.
+ * Unit tests pass a fake backend.
+ */
+struct psc_mr_backend {
+	int (*reg)(void *ctx, struct psc_mr *mr, uint64_t key);
+	void (*dereg)(void *ctx, struct psc_mr *mr);
+};
+
+/* Counters, for logs and tests. */
+struct psc_mr_stats {
+	uint64_t hits, misses, evictions, regs, deregs;
+	size_t entries, bytes; /* in the index */
+	size_t idle;	       /* of those, on the LRU list */
+	size_t live;	       /* registrations currently held by the backend */
+};
+
+/*
+ * Create a cache. max_bytes/max_entries bound the index, bounce_size is
+ * the largest message copied through a slot. Returns 0 or -ENOMEM.
+ */
+int psc_mr_cache_create(const struct psc_mr_backend *be, void *ctx,
+			size_t max_bytes, size_t max_entries,
+			size_t bounce_size, struct psc_mr_cache **out);
+
+/*
+ * Deregister everything (cached, pinned, slots, user handles, even ranges
+ * still held) and free the cache. NULL is a no-op. After it, every psc_mr,
+ * slot and ps_comm_mem_t of this cache is invalid.
+ */
+void psc_mr_cache_destroy(struct psc_mr_cache *c);
+
+/*
+ * A registration covering [buf, buf + len), with one hold taken: a pinned
+ * range, a cached range (hit), or a new one. len 0 gives *out NULL and 0.
+ * Release the hold with psc_mr_release once the operation is over.
+ */
+int psc_mr_acquire(struct psc_mr_cache *c, const void *buf, size_t len,
+		   struct psc_mr **out);
+
+/* Drop one hold; an idle cached range joins the LRU list. NULL: no-op. */
+void psc_mr_release(struct psc_mr_cache *c, struct psc_mr *mr);
+
+/*
+ * Retire every cached range overlapping [buf, buf + len): memory about to
+ * be freed. Idle ones are deregistered now, held ones when released.
+ * Pinned ranges are not touched.
+ */
+void psc_mr_invalidate(struct psc_mr_cache *c, const void *buf, size_t len);
+
+/*
+ * Register exactly [buf, buf + len) until psc_mr_unpin (or destroy), ahead
+ * of the cache in lookups. unpin retires the pin's hold (deregistering once no
+ * operation holds it) and invalidates cached ranges overlapping it.
+ */
+int psc_mr_pin(struct psc_mr_cache *c, const void *buf, size_t len,
+	       struct psc_mr **out);
+void psc_mr_unpin(struct psc_mr_cache *c, struct psc_mr *mr);
+
+/* Whether mr covers [buf, buf + len). */
+bool psc_mr_covers(const struct psc_mr *mr, const void *buf, size_t len);
+
+void psc_mr_get_stats(const struct psc_mr_cache *c, struct psc_mr_stats *st);
+
+/* A pre-registered bounce buffer of psc_mr_slot_size() bytes. */
+struct psc_mr_slot {
+	struct psc_mr_slot *next; /* free list */
+	struct psc_mr *mr;	  /* the registration of its pool chunk */
+	void *buf;
+};
+
+/* Take a free slot, growing the pool; -ENOMEM or a backend error. */
+int psc_mr_slot_get(struct psc_mr_cache *c, struct psc_mr_slot **out);
+void psc_mr_slot_put(struct psc_mr_cache *c, struct psc_mr_slot *s);
+size_t psc_mr_slot_size(const struct psc_mr_cache *c);
+
+/*
+ * Endpoint glue. psc_mr_ep_open (after fi_enable, before any post) sets
+ * ep->mr_local from caps.mr_local and PS_COMM_MR_MODE and creates ep->mr
+ * with a libfabric backend: FI_SEND|FI_RECV registrations, key 0 under
+ * FI_MR_PROV_KEY (the provider's key is read back) else unique keys,
+ * fi_mr_bind + fi_mr_enable under FI_MR_ENDPOINT. Without mr_local the
+ * backend registers nothing (user registrations are bookkeeping only).
+ * Returns 0, or -EINVAL (bad PS_COMM_MR_MODE) / -ENOMEM with err set.
+ * psc_mr_ep_close (after fi_close of the endpoint and after every request
+ * is freed, before the domain closes) logs the counters and destroys it.
+ */
+int psc_mr_ep_open(struct psc_ep *ep, const struct psc_params *p, char *err,
+		   size_t len);
+void psc_mr_ep_close(struct psc_ep *ep);
+
+/*
+ * The buffer and descriptor to post r with (ep->mr_local only): r->buf
+ * inside its parent's held range, a pinned range or a cached one; small
+ * ones (and request scratch) through a slot, into which a send's bytes
+ * are copied now. The holds are recorded in r (r->mr, r->mr_slot), so
+ * calling it again after -FI_EAGAIN reuses them. Returns 0 or an error
+ * (nothing held then).
+ */
+int psc_mr_req_prepare(struct psc_ep *ep, struct ps_comm_request *r,
+		       void **buf, void **desc);
+
+/*
+ * The same for an untagged send of hdr (hdrlen bytes) followed by r->buf:
+ * one flat slot when both fit, else the header in a slot and the payload
+ * registered. Fills iov/desc (2 entries) and *count.
+ */
+int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
+			   const void *hdr, size_t hdrlen, struct iovec *iov,
+			   void **desc, size_t *count);
+
+/*
+ * r's operation is over: copy a receive's first `got` bytes (at most
+ * r->len) from its slot to r->buf, then drop r's holds. Idempotent;
+ * safe on any request.
+ */
+void psc_mr_req_done(struct psc_ep *ep, struct ps_comm_request *r,
+		     size_t got);
+
+/*
+ * Hold [buf, buf + len) for the children of a large message parent, so
+ * they pass its descriptor without lookups; dropped by psc_mr_req_done on
+ * the parent. No-op without ep->mr_local. Returns 0 or an error.
+ */
+int psc_mr_req_hold(struct psc_ep *ep, struct ps_comm_request *parent,
+		    const void *buf, size_t len);
+
+/* -------------------------------------------------------- collectives */
+
+/*
+ * Print the collective algorithm table, the automatic choice and its
+ * thresholds with the values in p (ps_comm_info).
+ */
+void psc_coll_print_table(FILE *out, const struct psc_params *p);
+
 /* --------------------------------------------------------------- topo */
 
 /* Describe this process's CPU binding and its NUMA node into buf. */
 void psc_topo_describe(char *buf, size_t len);
+
+/* ------------------- provider selection, NIC locality, preflight (#4) */
+
+/* fi_getinfo's signature, so tests can replay recorded entries. */
+typedef int (*psc_getinfo_fn)(uint32_t version, const char *node,
+			      const char *service, uint64_t flags,
+			      const struct fi_info *hints,
+			      struct fi_info **info);
+
+/*
+ * How far an entry's NIC is from this process: 0 when the process runs
+ * only on CPUs local to the NIC, 1 when some are, 2 when none are; -1
+ * when unknown. arg is the selection's distance_arg.
+ */
+typedef int (*psc_nic_distance_fn)(const struct fi_info *info, void *arg);
+
+/* One provider selection: inputs, then what psc_ep_select found. */
+struct psc_select {
+	const struct psc_params *params; /* NULL: no parameter overrides */
+	const struct psc_iface *iface;	 /* NULL: no IP preference */
+	psc_nic_distance_fn distance;	 /* NULL: no locality preference */
+	void *distance_arg;
+	int rank;			 /* for log lines */
+	const struct fi_info *pick;	 /* out: points into the list */
+	struct psc_caps caps;		 /* out: derived, params applied */
+	int nic_distance;		 /* out: the pick's, -1 unknown */
+	char rejects[512];		 /* out: "name (reason); ..." */
+};
+
+/*
+ * Ask gi (fi_getinfo, or a replay) for entries with pscomm's hints for
+ * prov_name (NULL: any). When nothing matches, ask again without
+ * FI_ORDER_SAS (opx) and set *relaxed. Returns 0 with *list to free with
+ * fi_freeinfo, or gi's negative error. Blocking only as gi is.
+ */
+int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
+		 struct fi_info **list, bool *relaxed);
+
+/*
+ * Choose the entry of list an endpoint uses. The first entry its profile
+ * accepts (and that, for IP-addressed providers, carries s->iface's
+ * address, unless the family's interface variable such as FI_TCP_IFACE
+ * is set) fixes provider and address format, so all ranks agree; among
+ * the entries of that provider and format, the NIC nearest to the
+ * process by s->distance wins, ties keeping libfabric's order (no
+ * reordering when FI_VERBS_IFACE and the like are set). Fills s->pick,
+ * s->caps (with PS_COMM_MAX_MSG_SIZE and PS_COMM_SW_MATCH applied),
+ * s->nic_distance and s->rejects. Returns s->pick, NULL if none fits.
+ * Pure: no libfabric calls, so tests run it on replayed lists.
+ */
+const struct fi_info *psc_ep_select(const struct fi_info *list,
+				    struct psc_select *s);
+
+/*
+ * An hwloc topology with I/O devices for psc_topo_nic_distance, or NULL
+ * when hwloc fails (distances are then unknown). Close with
+ * psc_topo_close (NULL is fine).
+ */
+void *psc_topo_open(void);
+void psc_topo_close(void *topo);
+
+/*
+ * psc_nic_distance_fn over the PCI address in info->nic->bus_attr and
+ * this process's CPU binding; arg is from psc_topo_open.
+ */
+int psc_topo_nic_distance(const struct fi_info *info, void *arg);
+
+/*
+ * Describe the NIC of info and its locality ("mlx5_0 at 0000:3b:00.0,
+ * NUMA node 0, local to this process's CPUs") into buf; arg as above.
+ */
+void psc_topo_nic_describe(const struct fi_info *info, void *arg, char *buf,
+			   size_t len);
+
+/*
+ * Before the first fi_getinfo (lib/preflight.c): set every family's
+ * fork-safety variable (RDMAV_FORK_SAFE, FI_EFA_FORK_SAFE) and job UUID
+ * (FI_PSM2_UUID ..., derived from the job's identity) unless the user set
+ * them; set FI_SHM_DISABLE_CMA=1 when cross-memory attach is blocked;
+ * install a pthread_atfork warning. Once per process, thread-safe; p may
+ * be NULL. Never fails: problems are logged with their fix.
+ */
+void psc_preflight_env(const struct psc_params *p, int rank);
+
+/*
+ * After an entry is chosen: warn with the fix when RLIMIT_MEMLOCK is too
+ * low for a provider that pins memory, when /dev/shm is small for shm,
+ * log the RoCE GID in use and the NIC's locality (nic_distance from
+ * psc_ep_select). Returns 0; a negative errno with err set is reserved
+ * for conditions that make the provider unusable.
+ */
+int psc_preflight_check(const struct fi_info *info,
+			const struct psc_caps *caps, int nic_distance,
+			int rank, char *err, size_t len);
+
+/*
+ * The job UUID that ranks of one job derive alike: a hash of
+ * PS_COMM_JOB_KEY, the rendezvous address and the launcher's job id
+ * (SLURM_JOB_ID, PMIX_NAMESPACE ...), as "xxxxxxxx-xxxx-xxxx-xxxx-
+ * xxxxxxxxxxxx" into buf (at least 37 bytes).
+ */
+void psc_preflight_job_uuid(const struct psc_params *p, char *buf,
+			    size_t len);
+
+/*
+ * Whether process_vm_readv works between processes of this user here,
+ * tested on this process itself; false in containers without
+ * CAP_SYS_PTRACE or under a strict Yama ptrace_scope.
+ */
+bool psc_preflight_cma_works(void);
+
+/*
+ * Replay of recorded `fi_info -v` text (lib/replay.c), for tests and
+ * `ps_comm_info --replay`. psc_replay_parse builds a list of real
+ * fi_info entries (free with fi_freeinfo) from text; lines starting with
+ * '#' are comments. Returns 0, or a negative errno with "line N: ..." in
+ * err. psc_replay_load does the same for a file.
+ */
+int psc_replay_parse(const char *text, struct fi_info **list, char *err,
+		     size_t len);
+int psc_replay_load(const char *path, struct fi_info **list, char *err,
+		    size_t len);
+
+/*
+ * A psc_getinfo_fn answering from the list given to psc_replay_use
+ * (which must outlive the calls): the entries that satisfy the hints as
+ * libfabric checks them (provider name, endpoint type, caps, modes the
+ * entry needs, mr_mode duties, message order, AV type), duplicated, with
+ * caps and mr_mode narrowed to the hints. -FI_ENODATA when none. Not
+ * thread-safe: one replay at a time per process.
+ */
+void psc_replay_use(const struct fi_info *list);
+int psc_replay_getinfo(uint32_t version, const char *node,
+		       const char *service, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **info);
 
 #endif /* PSC_H */

@@ -57,8 +57,14 @@ void psc_req_free(struct ps_comm_request *r)
 		ep->live = r->live_next;
 	if (r->live_next)
 		r->live_next->live_prev = r->live_prev;
-	if (r->owns_buf)
+	/* Closing with operations posted: their holds go with them. */
+	psc_mr_req_done(ep, r, 0);
+	if (r->owns_buf) {
+		/* A cached registration must not outlive the memory. */
+		if (ep->mr)
+			psc_mr_invalidate(ep->mr, r->buf, r->len);
 		free(r->buf);
+	}
 	free(r);
 }
 
@@ -89,6 +95,8 @@ void psc_req_complete(struct ps_comm_request *r, int err)
 	if (err && !(err == PS_COMM_ERR_TRUNCATE && r->expect_trunc) &&
 	    !r->status.error)
 		r->status.error = err;
+	/* Done with the buffer (a parent: with its children's range). */
+	psc_mr_req_done(r->ep, r, 0);
 	req_mark_done(r);
 	if (!p)
 		goto maybe_free;
@@ -98,6 +106,7 @@ void psc_req_complete(struct ps_comm_request *r, int err)
 	if (--p->children_left > 0)
 		return;
 	r = p;
+	psc_mr_req_done(r->ep, r, 0);
 	req_mark_done(r);
 maybe_free:
 	if (r->abandoned)
@@ -147,7 +156,7 @@ bool psc_queue_remove(struct psc_req_queue *q, struct ps_comm_request *r)
 }
 
 /* Hand a completed request's result to the caller and free it. */
-static int req_finish(ps_comm_request_t *req, ps_comm_status_t *status)
+int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status)
 {
 	struct ps_comm_request *r = *req;
 	struct psc_ep *ep = r->ep;
@@ -179,9 +188,10 @@ int ps_comm_test(ps_comm_request_t *req, int *done, ps_comm_status_t *status)
 		pthread_mutex_lock(&r->ep->lock);
 		psc_progress(r->ep);
 		pthread_mutex_unlock(&r->ep->lock);
+		psc_progress_hooks();
 	}
 	*done = psc_req_done(r);
-	return *done ? req_finish(req, status) : 0;
+	return *done ? psc_req_reap(req, status) : 0;
 }
 
 static bool req_done_pred(void *arg)
@@ -208,11 +218,20 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 	struct psc_ep *ep = r->ep;
 
 	if (psc_ep_wait(ep, req_done_pred, r, deadline) == 0)
-		return req_finish(req, status);
+		return psc_req_reap(req, status);
+	if (r->abort) {
+		/* A collective withdraws its own pieces, then completes. */
+		r->abort(r, PS_COMM_ERR_TIMEOUT);
+		psc_ep_wait(ep, req_done_pred, r, 0);
+		psc_comm_set_error(r->comm, "collective timed out after "
+				   "PS_COMM_OP_TIMEOUT=%g s: a peer did not "
+				   "take part", r->comm->op_timeout);
+		return psc_req_reap(req, status);
+	}
 	pthread_mutex_lock(&ep->lock);
 	if (psc_req_done(r)) {
 		pthread_mutex_unlock(&ep->lock);
-		return req_finish(req, status);
+		return psc_req_reap(req, status);
 	}
 	/* Abandon it: it frees itself once libfabric lets go of it. */
 	req_cancel_tree(r);
@@ -220,16 +239,39 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 		*status = r->status;
 		status->error = PS_COMM_ERR_TIMEOUT;
 	}
+	/* Before r may be freed: a queued request is cancelled at once. */
+	psc_comm_set_error(r->comm, "operation timed out after "
+			   "PS_COMM_OP_TIMEOUT=%g s: the peer did not answer",
+			   r->comm->op_timeout);
 	if (psc_req_done(r))
 		psc_req_free(r);
 	else
 		r->abandoned = true;
-	psc_comm_set_error(r->comm, "operation timed out after "
-			   "PS_COMM_OP_TIMEOUT=%g s: the peer did not answer",
-			   r->comm->op_timeout);
 	pthread_mutex_unlock(&ep->lock);
 	*req = NULL;
 	return PS_COMM_ERR_TIMEOUT;
+}
+
+int psc_req_cancel(ps_comm_request_t *req)
+{
+	struct ps_comm_request *r = *req;
+	struct psc_ep *ep = r->ep;
+	int rc = 0;
+
+	*req = NULL;
+	pthread_mutex_lock(&ep->lock);
+	req_cancel_tree(r);
+	/* Providers report a cancel as a CQ error entry: reap it. */
+	for (int i = 0; i < 100 && !psc_req_done(r); i++)
+		psc_progress(ep);
+	if (psc_req_done(r)) {
+		psc_req_free(r);
+	} else {
+		r->abandoned = true;
+		rc = -EBUSY;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return rc;
 }
 
 int ps_comm_wait(ps_comm_request_t *req, ps_comm_status_t *status)

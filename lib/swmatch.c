@@ -52,18 +52,27 @@ static int post_bounce(struct psc_ep *ep, struct ps_comm_request *b)
 
 int psc_sw_open(struct psc_ep *ep)
 {
+	size_t each = PSC_SW_HDR + ep->sw_eager;
+	struct psc_mr *slab_mr;
 	int rc = 0;
 
+	/* One slab, so one registration covers every bounce buffer. */
+	ep->sw_slab = malloc(SW_BOUNCES * each);
+	if (!ep->sw_slab)
+		return -ENOMEM;
 	pthread_mutex_lock(&ep->lock);
+	if (ep->mr_local)
+		rc = psc_mr_pin(ep->mr, ep->sw_slab, SW_BOUNCES * each,
+				&slab_mr);
 	for (int i = 0; i < SW_BOUNCES && !rc; i++) {
 		struct ps_comm_request *b = psc_req_alloc_ep(ep, PSC_REQ_BOUNCE);
 
-		if (!b || !(b->buf = malloc(PSC_SW_HDR + ep->sw_eager))) {
+		if (!b) {
 			rc = -ENOMEM;
 			break;
 		}
-		b->owns_buf = true;
-		b->len = PSC_SW_HDR + ep->sw_eager;
+		b->buf = (char *)ep->sw_slab + (size_t)i * each;
+		b->len = each;
 		b->addr = FI_ADDR_UNSPEC;
 		rc = post_bounce(ep, b);
 	}
@@ -73,6 +82,9 @@ int psc_sw_open(struct psc_ep *ep)
 
 void psc_sw_close(struct psc_ep *ep)
 {
+	/* Its registration went with the cache, before this. */
+	free(ep->sw_slab);
+	ep->sw_slab = NULL;
 	while (ep->sw_unexp) {
 		struct psc_sw_unexp *u = ep->sw_unexp;
 

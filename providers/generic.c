@@ -35,11 +35,25 @@ bool psc_generic_accept(const struct fi_info *info, char *why, size_t len)
 				 info->ep_attr->mem_tag_format));
 		return false;
 	}
+	/*
+	 * FI_MR_HMEM concerns device memory only, and the legacy
+	 * BASIC/SCALABLE values only remote keys: pscomm does no RMA.
+	 */
 	if (info->domain_attr->mr_mode & ~(FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 					   FI_MR_ALLOCATED | FI_MR_PROV_KEY |
-					   FI_MR_ENDPOINT | FI_MR_BASIC)) {
+					   FI_MR_ENDPOINT | FI_MR_BASIC |
+					   FI_MR_SCALABLE | FI_MR_HMEM)) {
 		snprintf(why, len, "mr_mode 0x%x asks for modes pscomm "
 			 "does not implement", info->domain_attr->mr_mode);
+		return false;
+	}
+	if (info->mode & ~PSC_MODES_HONOURED) {
+		uint64_t extra = info->mode & ~PSC_MODES_HONOURED;
+		char names[128];
+
+		snprintf(why, len, "mode %s, which pscomm does not implement",
+			 fi_tostr_r(names, sizeof(names), &extra,
+				    FI_TYPE_MODE));
 		return false;
 	}
 	why[0] = '\0';
@@ -77,6 +91,55 @@ void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->ip_addressed = false;
 	c->tx_size = info->tx_attr->size;
 	c->rx_size = info->rx_attr->size;
+	/*
+	 * The legacy values are whole-mode enums that share bits 0 and 1:
+	 * BASIC implies provider keys; SCALABLE means no local registration.
+	 */
+	c->mr_prov_key |= (mr & FI_MR_BASIC) != 0;
+	c->mr_scalable = (mr & FI_MR_SCALABLE) != 0;
+	c->link = psc_link_from_info(info);
+	/* Registered pages are pinned and count against RLIMIT_MEMLOCK. */
+	c->needs_memlock = c->mr_local;
+	c->async_iov = (info->mode & FI_ASYNC_IOV) != 0;
+	c->nic_local = info->nic && info->nic->bus_attr &&
+		       info->nic->bus_attr->bus_type == FI_BUS_PCI;
+}
+
+enum psc_link psc_link_from_info(const struct fi_info *info)
+{
+	const char *fab = info->fabric_attr ? info->fabric_attr->name : NULL;
+	const char *net = info->nic && info->nic->link_attr
+				  ? info->nic->link_attr->network_type
+				  : NULL;
+
+	if (fab && strstr(fab, "iWARP"))
+		return PSC_LINK_IWARP;
+	if (info->addr_format == FI_SOCKADDR_IB || info->addr_format ==
+	    FI_ADDR_IB_UD)
+		return net && strcmp(net, "Ethernet") == 0 ? PSC_LINK_ROCE
+							   : PSC_LINK_IB;
+	if (net && strcmp(net, "InfiniBand") == 0)
+		return PSC_LINK_IB;
+	/* verbs names RoCE and IB fabrics "IB-0x<subnet prefix>" alike. */
+	if (fab && strncmp(fab, "IB-", 3) == 0)
+		return net && strcmp(net, "Ethernet") == 0 ? PSC_LINK_ROCE
+							   : PSC_LINK_IB;
+	return PSC_LINK_UNKNOWN;
+}
+
+const char *psc_link_name(enum psc_link link)
+{
+	static const char *const names[] = {
+		[PSC_LINK_UNKNOWN] = "unknown", [PSC_LINK_IP] = "IP sockets",
+		[PSC_LINK_SHM] = "shared memory", [PSC_LINK_IB] = "InfiniBand",
+		[PSC_LINK_ROCE] = "RoCE",	[PSC_LINK_IWARP] = "iWARP",
+		[PSC_LINK_OPA] = "Omni-Path",	[PSC_LINK_EFA] = "EFA",
+	};
+
+	return (unsigned)link < sizeof(names) / sizeof(names[0]) &&
+				       names[link]
+		       ? names[link]
+		       : "unknown";
 }
 
 void psc_generic_describe_cq_error(int err, int prov_errno,

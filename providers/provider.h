@@ -13,6 +13,36 @@
 
 #include <rdma/fabric.h>
 
+/*
+ * The mode bits pscomm honours: a fi_context2 in every request
+ * (FI_CONTEXT, FI_CONTEXT2), iov arrays that outlive the call when the
+ * entry says FI_ASYNC_IOV (caps.async_iov: no untagged vector sends), and
+ * FI_RX_CQ_DATA, which concerns RMA writes only.
+ */
+#define PSC_MODES_HONOURED                                                     \
+	(FI_CONTEXT | FI_CONTEXT2 | FI_ASYNC_IOV | FI_RX_CQ_DATA)
+
+/* The fabric family behind an entry, as far as its attributes tell. */
+enum psc_link {
+	PSC_LINK_UNKNOWN = 0,
+	PSC_LINK_IP,	  /* tcp, sockets, udp: kernel sockets */
+	PSC_LINK_SHM,	  /* same node only */
+	PSC_LINK_IB,	  /* InfiniBand */
+	PSC_LINK_ROCE,	  /* RDMA over Converged Ethernet */
+	PSC_LINK_IWARP,	  /* iWARP (RDMA over TCP) */
+	PSC_LINK_OPA,	  /* Omni-Path (psm2, opx) and psm3 NICs */
+	PSC_LINK_EFA,	  /* AWS Elastic Fabric Adapter */
+};
+
+/*
+ * One tunable or pitfall of a provider family, as data: the variable a
+ * user sets (NULL for a pitfall with no variable) and what it is for.
+ */
+struct psc_tunable {
+	const char *env;
+	const char *what;
+};
+
 /* What the core needs to know about a provider entry. */
 struct psc_caps {
 	unsigned tag_bits;	/* usable tag bits (from mem_tag_format) */
@@ -34,6 +64,15 @@ struct psc_caps {
 	bool sw_match;		/* match first messages in software */
 	bool sw_tag_in_data;	/* untagged CQ data arrives intact */
 	size_t tx_size, rx_size;
+	/* ---- provider profiles (issue 4, part A): appended fields ---- */
+	enum psc_link link;	/* fabric family, for logs and preflight */
+	bool mr_scalable;	/* legacy FI_MR_SCALABLE: nothing to register */
+	bool needs_memlock;	/* pins pages: RLIMIT_MEMLOCK must be high */
+	bool fork_unsafe;	/* fork() after open corrupts or aborts */
+	bool needs_uuid;	/* ranks must share a job UUID (psm2/3, opx) */
+	bool same_eager_limit;	/* rxm: eager limits must agree on all ranks */
+	bool nic_local;		/* entries name a NIC: prefer the nearest */
+	bool async_iov;		/* FI_ASYNC_IOV: no stack iov, so no sw_match */
 };
 
 /*
@@ -56,6 +95,22 @@ struct psc_provider_ops {
 	 */
 	void (*describe_cq_error)(int err, int prov_errno, const char *prov_str,
 				  char *buf, size_t len);
+	/* ---- data members (issue 4, part A); NULL when not applicable ---- */
+	/* Tunables and pitfalls, ended by an entry with what == NULL. */
+	const struct psc_tunable *tunables;
+	/*
+	 * The variable that pins this family to a network interface
+	 * (FI_TCP_IFACE, FI_VERBS_IFACE). When the user sets it, libfabric
+	 * has already filtered the entries, so pscomm neither requires the
+	 * bootstrap interface nor reorders entries by NIC locality.
+	 */
+	const char *iface_env;
+	/* The job UUID variable (FI_PSM2_UUID ...), set before fi_getinfo. */
+	const char *uuid_env;
+	/* The fork-safety variable, set before fi_getinfo. */
+	const char *fork_env;
+	/* Why fi_getinfo finds no entry of this family, with the fix. */
+	const char *missing_hint;
 };
 
 /*
@@ -83,5 +138,27 @@ extern const struct psc_provider_ops psc_tcp_ops;
 extern const struct psc_provider_ops psc_shm_ops;
 extern const struct psc_provider_ops psc_sockets_ops;
 extern const struct psc_provider_ops psc_udp_ops;
+extern const struct psc_provider_ops psc_verbs_ops;
+extern const struct psc_provider_ops psc_psm2_ops;
+extern const struct psc_provider_ops psc_psm3_ops;
+extern const struct psc_provider_ops psc_opx_ops;
+extern const struct psc_provider_ops psc_efa_ops;
+
+/*
+ * Every registered profile (not the generic one), completed as
+ * psc_provider_lookup returns them; *n receives the count. For code that
+ * walks all families (preflight, ps_comm_info). Never NULL.
+ */
+const struct psc_provider_ops *psc_provider_all(size_t *n);
+
+/*
+ * The link family of an entry from its attributes: fabric name
+ * ("Ethernet-iWARP"), NIC link network_type and address format. Helper
+ * for profiles; returns PSC_LINK_UNKNOWN when nothing tells.
+ */
+enum psc_link psc_link_from_info(const struct fi_info *info);
+
+/* A short name for a link family ("RoCE", "InfiniBand" ...). */
+const char *psc_link_name(enum psc_link link);
 
 #endif /* PSC_PROVIDER_H */

@@ -14,6 +14,11 @@ static const struct psc_provider_ops *const profiles[] = {
 	&psc_shm_ops,
 	&psc_sockets_ops,
 	&psc_udp_ops,
+	&psc_verbs_ops,
+	&psc_psm2_ops,
+	&psc_psm3_ops,
+	&psc_opx_ops,
+	&psc_efa_ops,
 };
 
 /* Completed copies of the profiles: NULL members taken from generic. */
@@ -54,4 +59,11 @@ const struct psc_provider_ops *psc_provider_lookup(const char *prov_name)
 		if (psc_provider_is(prov_name, filled[i].name))
 			return &filled[i];
 	return &psc_generic_ops;
+}
+
+const struct psc_provider_ops *psc_provider_all(size_t *n)
+{
+	pthread_once(&fill_once, fill_profiles);
+	*n = sizeof(profiles) / sizeof(profiles[0]);
+	return filled;
 }

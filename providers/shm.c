@@ -14,6 +14,17 @@
  */
 #include "provider.h"
 
+static const struct psc_tunable shm_tunables[] = {
+	{"FI_SHM_DISABLE_CMA", "1: no cross-memory attach (containers "
+			       "without CAP_SYS_PTRACE); pscomm sets it when "
+			       "CMA is blocked"},
+	{"FI_SHM_TX_SIZE", "send queue depth (1024)"},
+	{"FI_SHM_RX_SIZE", "receive queue depth (1024)"},
+	{NULL, "/dev/shm must hold the queues: containers default to 64 MB "
+	       "(docker --shm-size=1g)"},
+	{NULL, NULL},
+};
+
 static void shm_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
 	psc_generic_derive_caps(info, c);
@@ -21,10 +32,12 @@ static void shm_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->wait_sread = false;
 	c->sw_match = true;
 	c->sw_tag_in_data = c->cq_data_size >= 8;
+	c->link = PSC_LINK_SHM;
 }
 
 const struct psc_provider_ops psc_shm_ops = {
 	.size = sizeof(struct psc_provider_ops),
 	.name = "shm",
 	.derive_caps = shm_derive_caps,
+	.tunables = shm_tunables,
 };

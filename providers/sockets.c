@@ -12,6 +12,7 @@ static void sockets_derive_caps(const struct fi_info *info,
 	psc_generic_derive_caps(info, c);
 	c->wait_fd = true;
 	c->ip_addressed = true;
+	c->link = PSC_LINK_IP;
 }
 
 const struct psc_provider_ops psc_sockets_ops = {

@@ -14,6 +14,17 @@
  */
 #include "provider.h"
 
+static const struct psc_tunable tcp_tunables[] = {
+	{"FI_TCP_IFACE", "interface the tcp provider uses (default: all); "
+			 "pscomm follows PS_COMM_IFNAME unless this is set"},
+	{"FI_TCP_PORT_LOW_RANGE", "lowest port the provider listens on"},
+	{"FI_TCP_PORT_HIGH_RANGE", "highest port the provider listens on"},
+	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit; must be the same on "
+				   "every rank"},
+	{"FI_UNIVERSE_SIZE", "peers rxm sizes its queues for (256)"},
+	{NULL, NULL},
+};
+
 static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
 	psc_generic_derive_caps(info, c);
@@ -21,10 +32,14 @@ static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->ip_addressed = true;
 	c->sw_match = true;
 	c->sw_tag_in_data = c->cq_data_size >= 8;
+	c->link = PSC_LINK_IP;
+	c->same_eager_limit = true;
 }
 
 const struct psc_provider_ops psc_tcp_ops = {
 	.size = sizeof(struct psc_provider_ops),
 	.name = "tcp",
 	.derive_caps = tcp_derive_caps,
+	.tunables = tcp_tunables,
+	.iface_env = "FI_TCP_IFACE",
 };

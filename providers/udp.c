@@ -16,6 +16,7 @@ static void udp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	psc_generic_derive_caps(info, c);
 	c->wait_sread = true;
 	c->ip_addressed = true;
+	c->link = PSC_LINK_IP;
 	if (c->cq_data_size >= 4) {
 		c->len_in_cq_data = true;
 		if (c->max_msg_size > UINT32_MAX)

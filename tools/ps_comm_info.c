@@ -12,6 +12,7 @@
  * internals; it never opens a fabric, so it is safe to run anywhere.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@ static const char progname[] = "ps_comm_info";
 struct options {
 	bool params;  /* -p: parameter table */
 	bool verbose; /* -v: one line per fi_info entry */
+	const char *replay; /* --replay FILE: judge a recorded fi_info -v */
 };
 
 /* What the rest of the report needs from the environment. */
@@ -46,6 +48,8 @@ struct context {
 	const char *filter;	 /* FI_PROVIDER, or NULL */
 	struct psc_iface iface;
 	bool have_iface;
+	psc_getinfo_fn gi;	 /* fi_getinfo, or the replay of --replay */
+	struct fi_info *replayed; /* the --replay file's entries */
 };
 
 /* The entries of one provider that share a full name ("tcp;ofi_rxm"). */
@@ -60,7 +64,7 @@ struct group {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: %s [-p] [-v] [-h]\n", progname);
+	fprintf(f, "usage: %s [-p] [-v] [-h] [--replay FILE]\n", progname);
 }
 
 static void help(void)
@@ -68,8 +72,11 @@ static void help(void)
 	usage(stdout);
 	printf("Explain which libfabric providers pscomm can use here.\n"
 	       "  -p  add the parameter table (PS_COMM_* variables)\n"
-	       "  -v  add fabric, domain and address of every entry\n"
-	       "  -h  print this help\n");
+	       "  -v  add fabric, domain and address of every entry, and "
+	       "each provider's tunables\n"
+	       "  -h  print this help\n"
+	       "  --replay FILE  judge the entries of a recorded `fi_info -v` "
+	       "instead of this machine's\n");
 }
 
 /*
@@ -78,12 +85,20 @@ static void help(void)
  */
 static int parse_args(int argc, char **argv, struct options *o)
 {
+	static const struct option longs[] = {
+		{"replay", required_argument, NULL, 'r'},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
+	};
 	int c;
 
 	memset(o, 0, sizeof(*o));
 	opterr = 0; /* our own message, in the usual one-line form */
-	while ((c = getopt(argc, argv, "pvh")) != -1) {
+	while ((c = getopt_long(argc, argv, "pvh", longs, NULL)) != -1) {
 		switch (c) {
+		case 'r':
+			o->replay = optarg;
+			break;
 		case 'p':
 			o->params = true;
 			break;
@@ -94,8 +109,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 			help();
 			return 1;
 		default:
-			fprintf(stderr, "%s: unknown option -%c\n", progname,
-				optopt);
+			if (optopt)
+				fprintf(stderr, "%s: unknown option -%c\n",
+					progname, optopt);
+			else
+				fprintf(stderr, "%s: unknown option %s\n",
+					progname, argv[optind - 1]);
 			usage(stderr);
 			return -1;
 		}
@@ -339,18 +358,14 @@ static void filter_check_names(const char *filter, const struct fi_info *all)
 /* Why a family finds no device, for providers that need hardware. */
 static const char *hardware_hint(const char *name)
 {
-	if (psc_provider_is(name, "verbs"))
-		return "no RDMA device; for RoCE load rdma_rxe or install "
-		       "the NIC driver";
-	if (psc_provider_is(name, "psm2") || psc_provider_is(name, "psm3") ||
-	    psc_provider_is(name, "opx"))
-		return "no Omni-Path HFI (hfi1 driver)";
-	/* psm (PSM 1) drives the older True Scale HCAs. */
+	const char *hint = psc_provider_lookup(name)->missing_hint;
+
+	if (hint)
+		return hint;
+	/* psm (PSM 1) drives the older True Scale HCAs; no profile. */
 	if (psc_provider_is(name, "psm"))
 		return "no Omni-Path or True Scale HFI (hfi1 or ib_qib "
 		       "driver)";
-	if (psc_provider_is(name, "efa"))
-		return "no EFA device (AWS only)";
 	return NULL;
 }
 
@@ -425,6 +440,65 @@ static void effective_caps(const struct context *cx, const struct fi_info *i,
 		c->inject_size = c->max_msg_size;
 }
 
+/* Append "name=value (set here)" or "name (unset)" for variable env. */
+static void env_state(const char *env, char *buf, size_t len)
+{
+	const char *v = getenv(env);
+	size_t used = strlen(buf);
+
+	snprintf(buf + used, len - used, "%s%s%s%s", used ? ", " : "", env,
+		 v ? "=" : " unset", v ? v : "");
+}
+
+/*
+ * A second line: the link family and what the provider needs from the
+ * process, as its profile records them (registration, job UUID, fork
+ * safety, pinned memory, ordering), with the variables' current values.
+ */
+static void print_needs(const char *name, const struct psc_caps *c)
+{
+	const struct psc_provider_ops *p = psc_provider_lookup(name);
+	char vars[256] = "";
+
+	printf("      link %s; %s", psc_link_name(c->link),
+	       c->mr_local ? "registers every buffer (FI_MR_LOCAL" :
+	       "no local registration");
+	if (c->mr_local)
+		printf("%s%s)", c->mr_endpoint ? ", FI_MR_ENDPOINT" : "",
+		       c->mr_prov_key ? ", FI_MR_PROV_KEY" : "");
+	if (c->needs_memlock)
+		printf("; pins memory (RLIMIT_MEMLOCK)");
+	if (!c->ordered_sas)
+		printf("; no FI_ORDER_SAS advertised");
+	if (c->async_iov)
+		printf("; FI_ASYNC_IOV");
+	if (p->uuid_env)
+		env_state(p->uuid_env, vars, sizeof(vars));
+	if (p->fork_env)
+		env_state(p->fork_env, vars, sizeof(vars));
+	if (p->iface_env)
+		env_state(p->iface_env, vars, sizeof(vars));
+	if (vars[0])
+		printf("; %s", vars);
+	printf("\n");
+}
+
+/* -v: a profile's tunables and pitfalls, with values set here. */
+static void print_tunables(const char *name)
+{
+	const struct psc_provider_ops *p = psc_provider_lookup(name);
+
+	for (const struct psc_tunable *t = p->tunables; t && t->what; t++) {
+		const char *v = t->env ? getenv(t->env) : NULL;
+
+		if (t->env)
+			printf("      %s%s%s: %s\n", t->env, v ? "=" : "",
+			       v ? v : "", t->what);
+		else
+			printf("      note: %s\n", t->what);
+	}
+}
+
 /* One line for a usable group: the attributes that shape pscomm's path. */
 static void print_usable(const struct context *cx, const struct group *g,
 			 const struct psc_caps *c,
@@ -445,6 +519,7 @@ static void print_usable(const struct context *cx, const struct group *g,
 		printf("%s", g->on_iface ? "; has the chosen interface"
 					 : "; NOT on the chosen interface");
 	printf("\n");
+	print_needs(g->name, c);
 }
 
 /* Whether entries a and b agree in what -v shows. */
@@ -525,8 +600,10 @@ static void print_group(const struct context *cx, const struct fi_info *list,
 		return;
 	}
 	print_usable(cx, g, &c, &tl);
-	if (cx->opt.verbose)
+	if (cx->opt.verbose) {
 		print_entries(list, g->name);
+		print_tunables(g->name);
+	}
 }
 
 /* Explain an fi_getinfo failure for provider name in words. */
@@ -538,6 +615,16 @@ static void print_no_entries(const struct context *cx, const char *name,
 	if (cx->filter && filter_hides(cx->filter, name)) {
 		printf("  %-14s filtered: excluded by FI_PROVIDER=%s\n", name,
 		       cx->filter);
+		return;
+	}
+	for (const struct fi_info *i = cx->replayed; i; i = i->next) {
+		char why[160];
+
+		/* A recorded entry exists: say what pscomm objects to. */
+		if (strcmp(i->fabric_attr->prov_name, name) != 0 ||
+		    psc_provider_lookup(name)->accept(i, why, sizeof(why)))
+			continue;
+		printf("  %-14s no: %s\n", name, why);
 		return;
 	}
 	if (rc == -FI_ENODATA)
@@ -552,17 +639,18 @@ static void print_no_entries(const struct context *cx, const char *name,
 /* Ask libfabric about one core provider with pscomm's hints; report. */
 static void explain_provider(const struct context *cx, const char *name)
 {
-	struct fi_info *hints = psc_ep_hints(name), *list = NULL;
+	struct fi_info *list = NULL;
 	struct group g[MAX_GROUPS];
+	bool relaxed;
 	size_t n;
 	int rc;
 
-	if (!hints) {
+	/* The library's own query: its hints, then its FI_ORDER_SAS retry. */
+	rc = psc_ep_query(cx->gi, name, &list, &relaxed);
+	if (rc == -ENOMEM) {
 		printf("  %-14s ?: out of memory\n", name);
 		return;
 	}
-	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, 0, hints, &list);
-	fi_freeinfo(hints);
 	if (rc != 0 || !list) {
 		print_no_entries(cx, name, rc ? rc : -FI_ENODATA);
 		return;
@@ -596,6 +684,27 @@ static size_t core_providers(const struct fi_info *all, const char **names,
 	return n;
 }
 
+/* Families pscomm has a profile for that this libfabric lacks. */
+static void print_not_built(const char *const *names, size_t n)
+{
+	size_t count;
+	const struct psc_provider_ops *all = psc_provider_all(&count);
+
+	for (size_t k = 0; k < count; k++) {
+		size_t j;
+
+		for (j = 0; j < n && !psc_provider_is(names[j], all[k].name);
+		     j++)
+			;
+		if (j < n)
+			continue;
+		printf("  %-14s missing: not in this libfabric build%s%s\n",
+		       all[k].name, all[k].missing_hint ? "; where wanted, "
+		       "install a libfabric with it; then: " : "",
+		       all[k].missing_hint ? all[k].missing_hint : "");
+	}
+}
+
 static void print_providers(const struct context *cx)
 {
 	const char *names[MAX_INSTALLED];
@@ -604,6 +713,13 @@ static void print_providers(const struct context *cx)
 	int rc;
 
 	printf("\nlibfabric providers (can pscomm use it?):\n");
+	if (cx->replayed) {
+		printf("  (entries replayed from %s)\n", cx->opt.replay);
+		n = core_providers(cx->replayed, names, MAX_INSTALLED);
+		for (size_t k = 0; k < n; k++)
+			explain_provider(cx, names[k]);
+		return;
+	}
 	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
 			&all);
 	if (rc != 0) {
@@ -618,6 +734,7 @@ static void print_providers(const struct context *cx)
 	n = core_providers(all, names, MAX_INSTALLED);
 	for (size_t k = 0; k < n; k++)
 		explain_provider(cx, names[k]);
+	print_not_built(names, n);
 	fi_freeinfo(all);
 }
 
@@ -627,30 +744,31 @@ static void print_providers(const struct context *cx)
  */
 static void print_choice(const struct context *cx)
 {
-	struct fi_info *hints = psc_ep_hints(NULL), *list = NULL;
+	struct psc_select sel = {
+		.params = cx->params_ok ? &cx->params : NULL,
+		.iface = cx->have_iface ? &cx->iface : NULL,
+		.rank = -1,
+	};
 	const struct fi_info *pick = NULL;
-	struct psc_caps c;
-	int rc;
+	struct fi_info *list = NULL;
+	char nic[256];
+	bool relaxed;
 
-	if (!hints)
-		return;
-	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, 0, hints, &list);
-	fi_freeinfo(hints);
-	for (const struct fi_info *i = rc ? NULL : list; i && !pick;
-	     i = i->next) {
-		const struct psc_provider_ops *p =
-			psc_provider_lookup(i->fabric_attr->prov_name);
-
-		if (!p->accept(i, (char[160]){0}, 160))
-			continue;
-		p->derive_caps(i, &c);
-		if (!c.ip_addressed || !cx->have_iface || entry_on_iface(cx, i))
-			pick = i;
+	if (psc_ep_query(cx->gi, NULL, &list, &relaxed) == 0)
+		pick = psc_ep_select(list, &sel);
+	/*
+	 * The library's NIC choice by locality (live only), with hwloc's
+	 * I/O view loaded only when the provider's entries name a NIC.
+	 */
+	if (pick && sel.caps.nic_local && !cx->replayed) {
+		sel.distance = psc_topo_nic_distance;
+		sel.distance_arg = psc_topo_open();
+		pick = psc_ep_select(list, &sel);
 	}
 	if (!pick)
 		printf("\npscomm would use: nothing; ps_comm_init would fail "
 		       "with \"no usable libfabric provider\"\n");
-	else if (!cx->have_iface)
+	else if (!cx->have_iface && sel.caps.ip_addressed)
 		/* lib/bootstrap.c skips the interface only for this case. */
 		printf("\npscomm would use: nothing in a multi-rank job (no "
 		       "interface); a single rank without PS_COMM_IFNAME "
@@ -659,11 +777,20 @@ static void print_choice(const struct context *cx)
 		       nz(pick->domain_attr->name));
 	else
 		printf("\npscomm would use: %s, domain %s (the first usable "
-		       "entry in libfabric's order%s)\n",
+		       "entry in libfabric's order%s%s)\n",
 		       pick->fabric_attr->prov_name,
 		       nz(pick->domain_attr->name),
+		       sel.nic_distance >= 0 ? ", then the nearest NIC" : "",
 		       cx->filter ? ", after FI_PROVIDER"
 				  : "; FI_PROVIDER chooses another");
+	if (pick && sel.caps.nic_local) {
+		psc_topo_nic_describe(pick, sel.distance_arg, nic,
+				      sizeof(nic));
+		printf("  NIC: %s\n", nic);
+	}
+	if (pick && relaxed)
+		printf("  (found only without FI_ORDER_SAS in the hints)\n");
+	psc_topo_close(sel.distance_arg);
 	fi_freeinfo(list);
 }
 
@@ -723,6 +850,20 @@ int main(int argc, char **argv)
 		cx.filter = NULL;
 	cx.params_ok = psc_params_load(&cx.params, cx.params_err,
 				       sizeof(cx.params_err)) == 0;
+	cx.gi = fi_getinfo;
+	if (cx.opt.replay) {
+		char err[256];
+
+		if (psc_replay_load(cx.opt.replay, &cx.replayed, err,
+				    sizeof(err)) != 0) {
+			fprintf(stderr, "%s: --replay: %s\n", progname, err);
+			return EXIT_FAILURE;
+		}
+		psc_replay_use(cx.replayed);
+		cx.gi = psc_replay_getinfo;
+		/* FI_PROVIDER filters libfabric, not a recorded file. */
+		cx.filter = NULL;
+	}
 	print_versions();
 	/* Every later section assumes valid settings: say so up front. */
 	if (!cx.params_ok)
@@ -733,5 +874,6 @@ int main(int argc, char **argv)
 	print_choice(&cx);
 	if (cx.opt.params)
 		print_params(&cx);
+	fi_freeinfo(cx.replayed);
 	return 0;
 }

@@ -24,9 +24,12 @@ static const struct {
 	{"tcp;ofi_rxm", "tcp"},	  {"tcp", "tcp"},
 	{"shm", "shm"},		  {"udp;ofi_rxd", "udp"},
 	{"udp", "udp"},		  {"sockets", "sockets"},
-	{"verbs;ofi_rxm", "generic"}, {"nosuch", "generic"},
+	{"verbs;ofi_rxm", "verbs"}, {"nosuch", "generic"},
 	{"tcpx", "generic"},	  {"ofi_rxm", "generic"},
-	{"", "generic"},	  {"psm2", "generic"},
+	{"", "generic"},	  {"psm2", "psm2"},
+	{"psm3", "psm3"},	  {"opx", "opx"},
+	{"efa", "efa"},		  {"verbs;ofi_rxd", "verbs"},
+	{"psm", "generic"},
 };
 
 START_TEST(test_lookup)

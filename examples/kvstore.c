@@ -1,0 +1,523 @@
+/*
+ * kvstore: a minimal parameter server on pscomm's van (ps_comm/van.h),
+ * started like a ps-lite job: one scheduler, DMLC_NUM_SERVER servers and
+ * DMLC_NUM_WORKER workers, each told its role by DMLC_ROLE and the
+ * scheduler's address by DMLC_PS_ROOT_URI and DMLC_PS_ROOT_PORT; a node
+ * advertises DMLC_NODE_HOST (default: the root's address when it is a
+ * loopback one).
+ *
+ *   kvstore [-k KEYS] [-s VALUE_BYTES] [-i ROUNDS]
+ *
+ * Nodes register with the scheduler, which gives out ps-lite's ids
+ * (scheduler 1, servers 8, 10, ..., workers 9, 11, ...) and the table of
+ * all nodes. In each round every worker pushes a float vector per key to
+ * the key's server (key % servers), which adds it up; after a barrier
+ * every worker pulls every key back and checks each element against the
+ * exact sum (the values are small integers, so sums are exact). Each
+ * worker prints its push and pull throughput in 10^6 bytes per second.
+ * The exit status is non-zero on any wrong value or error.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <ps_comm/van.h>
+
+enum cmd {
+	REGISTER = 1, /* node -> scheduler: role, port, host */
+	TABLE,	      /* scheduler -> node: your id, then every node */
+	BARRIER,      /* node -> scheduler */
+	RELEASE,      /* scheduler -> node: barrier passed */
+	PUSH,	      /* worker -> server: key; segment: values */
+	PUSHED,	      /* server -> worker: key */
+	PULL,	      /* worker -> server: key */
+	PULLED,	      /* server -> worker: key; segment: sums */
+	SHUTDOWN,     /* scheduler -> node */
+};
+
+enum role { SCHEDULER, SERVER, WORKER };
+
+#define SCHEDULER_ID 1
+#define MAX_NODES 256
+#define HOST_MAX 64
+
+struct node_info {
+	int id;
+	int role;
+	int port;
+	char host[HOST_MAX];
+};
+
+struct ctx {
+	ps_comm_van_t van;
+	int role, id, nserver, nworker;
+	int keys, rounds;
+	size_t bytes;
+	struct node_info self, nodes[MAX_NODES];
+	int nnodes;
+	float **store; /* server: sums per key (NULL for others' keys) */
+	long errors;
+};
+
+/* ------------------------------------------------------------ meta */
+
+/* A meta is big-endian u32 words, then an optional text (host names). */
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 |
+	       (uint32_t)p[2] << 8 | p[3];
+}
+
+static int die(const char *what, int rc)
+{
+	fprintf(stderr, "kvstore: %s: %s\n", what, ps_comm_strerror(rc));
+	exit(1);
+}
+
+static void free_buf(void *buf, int err)
+{
+	(void)err;
+	free(buf);
+}
+
+/* Send words and a text plus at most one segment; never blocks. */
+static void send_msg(struct ctx *c, int to, const uint32_t *w, size_t nw,
+		     const char *text, const void *seg, size_t seglen)
+{
+	size_t tl = text ? strlen(text) : 0;
+	uint8_t *buf = malloc(4 * nw + tl + 1);
+	ps_comm_van_seg_t s = {(void *)seg, seglen};
+	int rc;
+
+	if (!buf)
+		die("send", PS_COMM_ERR_NOMEM);
+	for (size_t i = 0; i < nw; i++)
+		put32(buf + 4 * i, w[i]);
+	if (tl)
+		memcpy(buf + 4 * nw, text, tl);
+	/* The buffer is freed when the van is done with it. */
+	rc = ps_comm_van_send(c->van, to, buf, 4 * nw + tl, &s, seg ? 1 : 0,
+			      free_buf, buf);
+	if (rc)
+		die("send", rc);
+}
+
+static uint32_t word(const ps_comm_van_msg_t *m, size_t i)
+{
+	return m->meta_len >= 4 * (i + 1) ? get32((uint8_t *)m->meta + 4 * i)
+					  : 0;
+}
+
+static void recv_msg(struct ctx *c, ps_comm_van_msg_t *m)
+{
+	int rc = ps_comm_van_recv(c->van, m);
+
+	if (rc)
+		die("receive", rc);
+}
+
+/* ----------------------------------------------------------- values */
+
+/* What worker index w pushes in a round for element j of key k. */
+static float push_value(int w, int k, size_t j)
+{
+	return (float)((w + 1) * (int)(1 + (j + (size_t)k) % 4));
+}
+
+/* The sum a pull must return after `round` rounds. */
+static float want_sum(const struct ctx *c, int round, int k, size_t j)
+{
+	return (float)(round * c->nworker * (c->nworker + 1) / 2 *
+		       (int)(1 + (j + (size_t)k) % 4));
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* ------------------------------------------------------- scheduler */
+
+static void scheduler(struct ctx *c)
+{
+	int total = c->nserver + c->nworker, nsrv = 0, nwrk = 0;
+	int waiting = 0, finished = 0, need = total;
+	ps_comm_van_msg_t m;
+	int rc;
+
+	c->nnodes = 0;
+	while (c->nnodes < total) {
+		struct node_info *n = &c->nodes[c->nnodes];
+		size_t hl;
+
+		recv_msg(c, &m);
+		if (word(&m, 0) != REGISTER || m.meta_len < 12 ||
+		    m.meta_len - 12 >= HOST_MAX) {
+			fprintf(stderr, "kvstore: unexpected message\n");
+			exit(1);
+		}
+		hl = m.meta_len - 12;
+		n->role = (int)word(&m, 1);
+		n->port = (int)word(&m, 2);
+		memcpy(n->host, (char *)m.meta + 12, hl);
+		n->host[hl] = '\0';
+		n->id = n->role == SERVER ? 8 + 2 * nsrv++ : 9 + 2 * nwrk++;
+		if (nsrv > c->nserver || nwrk > c->nworker) {
+			fprintf(stderr, "kvstore: too many nodes register\n");
+			exit(1);
+		}
+		rc = ps_comm_van_connect(c->van, n->id, n->host, n->port);
+		if (rc)
+			die("connect", rc);
+		c->nnodes++;
+		ps_comm_van_msg_release(&m);
+	}
+	for (int i = 0; i < total; i++) {
+		uint32_t w[2 + 3 * MAX_NODES];
+		char hosts[MAX_NODES * HOST_MAX] = "";
+		size_t nw = 0;
+
+		w[nw++] = TABLE;
+		w[nw++] = (uint32_t)c->nodes[i].id;
+		for (int j = 0; j < total; j++) {
+			w[nw++] = (uint32_t)c->nodes[j].id;
+			w[nw++] = (uint32_t)c->nodes[j].port;
+			w[nw++] = (uint32_t)strlen(c->nodes[j].host);
+			strcat(hosts, c->nodes[j].host);
+		}
+		send_msg(c, c->nodes[i].id, w, nw, hosts, NULL, 0);
+	}
+	/*
+	 * Barriers until every worker is done: the first one of every node,
+	 * once all are connected, then the workers' barriers between rounds.
+	 */
+	while (finished < c->nworker) {
+		recv_msg(c, &m);
+		if (word(&m, 0) == BARRIER && ++waiting == need) {
+			uint32_t w = RELEASE;
+
+			waiting = 0;
+			for (int i = 0; i < total; i++)
+				if (need == total ||
+				    c->nodes[i].id % 2 == 1)
+					send_msg(c, c->nodes[i].id, &w, 1,
+						 NULL, NULL, 0);
+			need = c->nworker;
+		} else if (word(&m, 0) == SHUTDOWN) {
+			finished++;
+		}
+		ps_comm_van_msg_release(&m);
+	}
+	for (int i = 0; i < total; i++) {
+		uint32_t w = SHUTDOWN;
+
+		send_msg(c, c->nodes[i].id, &w, 1, NULL, NULL, 0);
+	}
+}
+
+/* ------------------------------------------------ servers, workers */
+
+/* Register, get the table, connect to everyone, then one barrier. */
+static void join(struct ctx *c, const char *root, int root_port)
+{
+	uint32_t w[3] = {REGISTER, (uint32_t)c->role, (uint32_t)c->self.port};
+	ps_comm_van_msg_t m;
+	const char *hosts;
+	size_t n, off = 0;
+	int rc;
+
+	rc = ps_comm_van_connect(c->van, SCHEDULER_ID, root, root_port);
+	if (rc)
+		die("connect to the scheduler", rc);
+	send_msg(c, SCHEDULER_ID, w, 3, c->self.host, NULL, 0);
+	recv_msg(c, &m);
+	n = (m.meta_len - 8) / 12;
+	if (word(&m, 0) != TABLE || n > MAX_NODES) {
+		fprintf(stderr, "kvstore: bad table from the scheduler\n");
+		exit(1);
+	}
+	c->id = (int)word(&m, 1);
+	ps_comm_van_set_id(c->van, c->id);
+	hosts = (char *)m.meta + 8 + 12 * n;
+	for (size_t i = 0; i < n; i++) {
+		struct node_info *ni = &c->nodes[i];
+		size_t hl = word(&m, 4 + 3 * i);
+
+		ni->id = (int)word(&m, 2 + 3 * i);
+		ni->port = (int)word(&m, 3 + 3 * i);
+		if (hl >= HOST_MAX || 8 + 12 * n + off + hl > m.meta_len) {
+			fprintf(stderr, "kvstore: bad table\n");
+			exit(1);
+		}
+		memcpy(ni->host, hosts + off, hl);
+		ni->host[hl] = '\0';
+		off += hl;
+		rc = ps_comm_van_connect(c->van, ni->id, ni->host, ni->port);
+		if (rc)
+			die("connect", rc);
+	}
+	c->nnodes = (int)n;
+	ps_comm_van_msg_release(&m);
+	/* Once past this, everyone can reach everyone. */
+	w[0] = BARRIER;
+	send_msg(c, SCHEDULER_ID, w, 1, NULL, NULL, 0);
+	recv_msg(c, &m);
+	if (word(&m, 0) != RELEASE) {
+		fprintf(stderr, "kvstore: expected the barrier's release\n");
+		exit(1);
+	}
+	ps_comm_van_msg_release(&m);
+}
+
+static void server(struct ctx *c)
+{
+	size_t nf = c->bytes / sizeof(float);
+	ps_comm_van_msg_t m;
+
+	c->store = calloc((size_t)c->keys, sizeof(*c->store));
+	for (int k = 0; c->store && k < c->keys; k++)
+		c->store[k] = calloc(nf ? nf : 1, sizeof(float));
+	for (;;) {
+		uint32_t cmd, key, w[2];
+
+		recv_msg(c, &m);
+		cmd = word(&m, 0);
+		key = word(&m, 1);
+		if (cmd == SHUTDOWN) {
+			ps_comm_van_msg_release(&m);
+			break;
+		}
+		if ((cmd == PUSH || cmd == PULL) && key < (uint32_t)c->keys) {
+			float *s = c->store[key];
+
+			if (cmd == PUSH && m.nseg == 1 &&
+			    m.segs[0].len == nf * sizeof(float)) {
+				const float *v = m.segs[0].data;
+
+				for (size_t j = 0; j < nf; j++)
+					s[j] += v[j];
+			}
+			w[0] = cmd == PUSH ? PUSHED : PULLED;
+			w[1] = key;
+			/* The store outlives the van's use of it. */
+			send_msg(c, m.sender, w, 2, NULL,
+				 cmd == PULL ? s : NULL,
+				 cmd == PULL ? nf * sizeof(float) : 0);
+		}
+		ps_comm_van_msg_release(&m);
+	}
+	for (int k = 0; c->store && k < c->keys; k++)
+		free(c->store[k]);
+	free(c->store);
+}
+
+/* Receive n replies of kind cmd; check pulls against round's sums. */
+static void await(struct ctx *c, uint32_t cmd, int n, int round)
+{
+	size_t nf = c->bytes / sizeof(float);
+
+	for (int got = 0; got < n; got++) {
+		ps_comm_van_msg_t m;
+		int key;
+
+		recv_msg(c, &m);
+		key = (int)word(&m, 1);
+		if (word(&m, 0) != cmd) {
+			fprintf(stderr, "kvstore: unexpected message %u\n",
+				word(&m, 0));
+			exit(1);
+		}
+		if (cmd == PULLED) {
+			const float *v = m.nseg ? m.segs[0].data : NULL;
+
+			if (m.nseg != 1 || m.segs[0].len != nf * sizeof(float))
+				c->errors++;
+			for (size_t j = 0; v && j < nf; j++)
+				if (v[j] != want_sum(c, round, key, j))
+					c->errors++;
+		}
+		ps_comm_van_msg_release(&m);
+	}
+}
+
+static void barrier(struct ctx *c)
+{
+	uint32_t w = BARRIER;
+	ps_comm_van_msg_t m;
+
+	send_msg(c, SCHEDULER_ID, &w, 1, NULL, NULL, 0);
+	recv_msg(c, &m);
+	if (word(&m, 0) != RELEASE) {
+		fprintf(stderr, "kvstore: expected the barrier's release\n");
+		exit(1);
+	}
+	ps_comm_van_msg_release(&m);
+}
+
+static void worker(struct ctx *c)
+{
+	size_t nf = c->bytes / sizeof(float);
+	int windex = (c->id - 9) / 2;
+	float **vals = calloc((size_t)c->keys, sizeof(*vals));
+	double tpush = 0, tpull = 0, t;
+	ps_comm_van_msg_t m;
+	uint32_t w[2];
+
+	for (int k = 0; vals && k < c->keys; k++) {
+		vals[k] = malloc((nf ? nf : 1) * sizeof(float));
+		for (size_t j = 0; vals[k] && j < nf; j++)
+			vals[k][j] = push_value(windex, k, j);
+	}
+	for (int r = 1; r <= c->rounds; r++) {
+		t = now();
+		for (int k = 0; k < c->keys; k++) {
+			w[0] = PUSH;
+			w[1] = (uint32_t)k;
+			send_msg(c, 8 + 2 * (k % c->nserver), w, 2, NULL,
+				 vals[k], nf * sizeof(float));
+		}
+		await(c, PUSHED, c->keys, r);
+		tpush += now() - t;
+		barrier(c);
+		t = now();
+		for (int k = 0; k < c->keys; k++) {
+			w[0] = PULL;
+			w[1] = (uint32_t)k;
+			send_msg(c, 8 + 2 * (k % c->nserver), w, 2, NULL, NULL,
+				 0);
+		}
+		await(c, PULLED, c->keys, r);
+		tpull += now() - t;
+		/* Nobody pushes the next round before all pulled this one. */
+		barrier(c);
+	}
+	printf("kvstore worker %d: %d keys x %zu B, %d rounds: push %.1f "
+	       "MB/s, pull %.1f MB/s, %ld wrong values\n", c->id, c->keys,
+	       c->bytes, c->rounds,
+	       tpush > 0 ? (double)c->bytes * c->keys * c->rounds / tpush / 1e6
+			 : 0.0,
+	       tpull > 0 ? (double)c->bytes * c->keys * c->rounds / tpull / 1e6
+			 : 0.0,
+	       c->errors);
+	fflush(stdout);
+	/* Tell the scheduler, then wait for everyone's shutdown. */
+	w[0] = SHUTDOWN;
+	send_msg(c, SCHEDULER_ID, w, 1, NULL, NULL, 0);
+	do {
+		recv_msg(c, &m);
+		w[0] = word(&m, 0);
+		ps_comm_van_msg_release(&m);
+	} while (w[0] != SHUTDOWN);
+	for (int k = 0; vals && k < c->keys; k++)
+		free(vals[k]);
+	free(vals);
+}
+
+/* ------------------------------------------------------------ main */
+
+static int env_int(const char *name, int def)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? atoi(v) : def;
+}
+
+static int parse_role(const char *r)
+{
+	if (r && strcmp(r, "scheduler") == 0)
+		return SCHEDULER;
+	if (r && strcmp(r, "server") == 0)
+		return SERVER;
+	if (r && strcmp(r, "worker") == 0)
+		return WORKER;
+	fprintf(stderr, "kvstore: DMLC_ROLE must be scheduler, server or "
+		"worker\n");
+	exit(2);
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: kvstore [-k KEYS] [-s VALUE_BYTES] "
+		"[-i ROUNDS]\n  (DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,"
+		" DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_NODE_HOST)\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	const char *root = getenv("DMLC_PS_ROOT_URI");
+	const char *host = getenv("DMLC_NODE_HOST");
+	int root_port = env_int("DMLC_PS_ROOT_PORT", 0), opt, rc;
+	struct ctx c;
+
+	memset(&c, 0, sizeof(c));
+	c.keys = 4;
+	c.bytes = 1 << 20;
+	c.rounds = 10;
+	while ((opt = getopt(argc, argv, "k:s:i:h")) != -1) {
+		if (opt == 'k')
+			c.keys = atoi(optarg);
+		else if (opt == 's')
+			c.bytes = strtoul(optarg, NULL, 0) / 4 * 4;
+		else if (opt == 'i')
+			c.rounds = atoi(optarg);
+		else
+			usage();
+	}
+	c.role = parse_role(getenv("DMLC_ROLE"));
+	c.nserver = env_int("DMLC_NUM_SERVER", 1);
+	c.nworker = env_int("DMLC_NUM_WORKER", 1);
+	if (!root || root_port <= 0 || c.keys < 1 || c.rounds < 1 ||
+	    c.nserver < 1 || c.nworker < 1 ||
+	    c.nserver + c.nworker > MAX_NODES)
+		usage();
+	if (!host || !*host)
+		host = c.role == SCHEDULER || strncmp(root, "127.", 4) == 0
+			       ? root
+			       : NULL;
+	if (!host) {
+		fprintf(stderr, "kvstore: set DMLC_NODE_HOST to this node's "
+			"address\n");
+		return 2;
+	}
+	snprintf(c.self.host, sizeof(c.self.host), "%s", host);
+	rc = ps_comm_van_create(&c.van);
+	if (!rc)
+		rc = ps_comm_van_bind(c.van, host,
+				      c.role == SCHEDULER ? root_port : 0,
+				      c.role == SCHEDULER ? 0 : 40,
+				      &c.self.port);
+	if (rc)
+		die("starting the van", rc);
+	if (c.role == SCHEDULER) {
+		c.id = SCHEDULER_ID;
+		ps_comm_van_set_id(c.van, SCHEDULER_ID);
+		scheduler(&c);
+	} else {
+		join(&c, root, root_port);
+		if (c.role == SERVER)
+			server(&c);
+		else
+			worker(&c);
+	}
+	rc = ps_comm_van_stop(c.van);
+	ps_comm_van_destroy(c.van);
+	if (rc)
+		die("stop", rc);
+	return c.errors ? 1 : 0;
+}

@@ -1,0 +1,543 @@
+/*
+ * The collectives dispatcher: the public ps_comm_* collectives validate
+ * their arguments here once for every algorithm, handle in-place buffers,
+ * zero counts and single-rank communicators, pick an algorithm (forced by
+ * PS_COMM_<COLL>_ALGO, else by size and rank count against the thresholds
+ * of the parameter table), build its schedule and start it under a
+ * request. Blocking calls wait on that request with PS_COMM_OP_TIMEOUT.
+ *
+ * Every collective's messages carry one tag in the collective protocol:
+ * a sequence number (collectives start in the same order on every rank)
+ * and a 4-bit signature of the collective, data type, operation and root,
+ * so that ranks that disagree on those never match each other's messages
+ * and fail with a timeout instead of corrupting data.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched.h"
+
+enum coll_kind {
+	COLL_BARRIER,
+	COLL_BCAST,
+	COLL_REDUCE,
+	COLL_ALLREDUCE,
+	COLL_ALLGATHER,
+	COLL_REDUCE_SCATTER,
+	COLL_KINDS
+};
+
+struct algo {
+	const char *name;
+	psc_coll_build_fn build;
+	const char *cost; /* for ps_comm_info */
+};
+
+/* Index of the algorithm auto-selection picks for a call. */
+typedef int (*choose_fn)(const struct psc_params *p,
+			 const struct psc_coll_args *a, size_t bytes);
+
+struct coll_desc {
+	const char *name;
+	const char *env; /* the PS_COMM_<COLL>_ALGO variable */
+	const struct algo *algos;
+	int nalgos;
+	size_t param;	 /* offset of the PS_COMM_<COLL>_ALGO string */
+	choose_fn choose;
+	const char *rule; /* the auto rule, in words */
+};
+
+static const struct algo barrier_algos[] = {
+	{"dissemination", psc_barrier_dissemination, "ceil(log2 n) a"},
+};
+static const struct algo bcast_algos[] = {
+	{"binomial", psc_bcast_binomial, "ceil(log2 n)(a + m b)"},
+	{"scatter_ring", psc_bcast_scatter_ring, "2(n-1) a + 2((n-1)/n) m b"},
+};
+static const struct algo reduce_algos[] = {
+	{"binomial", psc_reduce_binomial, "ceil(log2 n)(a + m b + m g)"},
+	{"rs_gather", psc_reduce_rs_gather,
+	 "2(n-1) a + 2((n-1)/n) m b + ((n-1)/n) m g"},
+};
+static const struct algo allreduce_algos[] = {
+	{"rd", psc_allreduce_rd, "log2 p (a + m b + m g) [+2a+2mb if n!=2^k]"},
+	{"rabenseifner", psc_allreduce_rabenseifner,
+	 "2 log2 p a + 2((p-1)/p) m b + ((p-1)/p) m g"},
+	{"ring", psc_allreduce_ring,
+	 "2(n-1) a + 2((n-1)/n) m b + ((n-1)/n) m g"},
+};
+static const struct algo allgather_algos[] = {
+	{"ring", psc_allgather_ring, "(n-1) a + ((n-1)/n) m b"},
+	{"rd", psc_allgather_rd, "log2 n a + ((n-1)/n) m b (n = 2^k)"},
+};
+static const struct algo reduce_scatter_algos[] = {
+	{"ring", psc_reduce_scatter_ring,
+	 "(n-1) a + ((n-1)/n) m b + ((n-1)/n) m g"},
+};
+
+static bool is_pow2(int n)
+{
+	return (n & (n - 1)) == 0;
+}
+
+static int choose_first(const struct psc_params *p,
+			const struct psc_coll_args *a, size_t bytes)
+{
+	(void)p, (void)a, (void)bytes;
+	return 0;
+}
+
+static int choose_bcast(const struct psc_params *p,
+			const struct psc_coll_args *a, size_t bytes)
+{
+	return bytes >= p->bcast_scatter_min && a->count >= (size_t)a->size;
+}
+
+static int choose_reduce(const struct psc_params *p,
+			 const struct psc_coll_args *a, size_t bytes)
+{
+	return a->deterministic || bytes >= p->reduce_rs_min;
+}
+
+static int choose_allreduce(const struct psc_params *p,
+			    const struct psc_coll_args *a, size_t bytes)
+{
+	(void)a;
+	if (bytes <= p->allreduce_rd_max)
+		return 0;
+	return bytes < p->allreduce_ring_min ? 1 : 2;
+}
+
+static int choose_allgather(const struct psc_params *p,
+			    const struct psc_coll_args *a, size_t bytes)
+{
+	return is_pow2(a->size) && bytes * (size_t)a->size <= p->allgather_rd_max;
+}
+
+#define DESC(kind, nm, algos, field, choose, rule)                             \
+	[COLL_##kind] = {#nm, "PS_COMM_" #kind "_ALGO", algos,                        \
+		  (int)PSC_ARRAY_SIZE(algos),                                  \
+		  offsetof(struct psc_params, field), choose, rule}
+
+static const struct coll_desc colls[COLL_KINDS] = {
+	DESC(BARRIER, barrier, barrier_algos, barrier_algo,
+	     choose_first, "always dissemination"),
+	DESC(BCAST, bcast, bcast_algos, bcast_algo, choose_bcast,
+	     "scatter_ring from PS_COMM_BCAST_SCATTER_MIN, else binomial"),
+	DESC(REDUCE, reduce, reduce_algos, reduce_algo, choose_reduce,
+	     "rs_gather from PS_COMM_REDUCE_RS_MIN or when deterministic, "
+	     "else binomial"),
+	DESC(ALLREDUCE, allreduce, allreduce_algos, allreduce_algo,
+	     choose_allreduce,
+	     "rd up to PS_COMM_ALLREDUCE_RD_MAX, ring from "
+	     "PS_COMM_ALLREDUCE_RING_MIN, rabenseifner between"),
+	DESC(ALLGATHER, allgather, allgather_algos, allgather_algo,
+	     choose_allgather,
+	     "rd up to PS_COMM_ALLGATHER_RD_MAX in total when n = 2^k, else "
+	     "ring"),
+	DESC(REDUCE_SCATTER, reduce_scatter, reduce_scatter_algos,
+	     reduce_scatter_algo, choose_first, "always ring"),
+};
+
+/* The configured algorithm name for a collective. */
+static const char *algo_param(const struct psc_params *p,
+			      const struct coll_desc *d)
+{
+	return *(const char *const *)((const char *)p + d->param);
+}
+
+/*
+ * The algorithm for this call: the forced one, else auto's choice.
+ * Returns its index, or -1 with the communicator's error set.
+ */
+static int pick_algo(struct ps_comm *c, enum coll_kind kind,
+		     const struct psc_coll_args *a, size_t bytes)
+{
+	const struct coll_desc *d = &colls[kind];
+	const char *want = algo_param(&c->params, d);
+	int i;
+
+	if (!want[0] || strcmp(want, "auto") == 0)
+		return d->choose(&c->params, a, bytes);
+	for (i = 0; i < d->nalgos; i++)
+		if (strcmp(want, d->algos[i].name) == 0)
+			break;
+	if (i == d->nalgos) {
+		psc_comm_set_error(c, "unknown %s algorithm \"%s\"", d->name,
+				   want);
+		return -1;
+	}
+	/* Recursive-doubling allgather needs a power-of-two rank count. */
+	if (kind == COLL_ALLGATHER && i == 1 && !is_pow2(a->size))
+		i = 0;
+	/* A binomial reduce has no fixed order: keep the promise. */
+	if (kind == COLL_REDUCE && a->deterministic)
+		i = 1;
+	return i;
+}
+
+/* Fold a few values into the 4-bit signature in the tag. */
+static uint32_t signature(enum coll_kind kind, const struct psc_coll_args *a)
+{
+	uint32_t v[4] = {(uint32_t)kind, (uint32_t)a->dtype, (uint32_t)a->op,
+			 (uint32_t)a->root};
+	uint64_t h = psc_fnv1a(PSC_FNV_INIT, v, sizeof(v));
+
+	return (uint32_t)(h ^ h >> 4 ^ h >> 8 ^ h >> 12) & 0xf;
+}
+
+/*
+ * Build and start the schedule of one call. a is complete; the work of
+ * in-place handling and single-rank copies is already done.
+ */
+static int coll_start(struct ps_comm *c, enum coll_kind kind,
+		      struct psc_coll_args *a, size_t bytes,
+		      ps_comm_request_t *req)
+{
+	unsigned ub = c->ep->tl.user_bits - 4;
+	uint32_t seq = __atomic_fetch_add(&c->coll_seq, 1, __ATOMIC_RELAXED);
+	uint32_t tag = signature(kind, a) << ub | (seq & ((1u << ub) - 1));
+	struct psc_sched *s;
+	int algo = 0, rc;
+
+	a->rank = c->rank;
+	a->size = c->size;
+	a->deterministic = c->params.deterministic == 1;
+	a->seg = PSC_MAX(c->params.coll_segment / a->esize, 1);
+	if (c->size > 1 && (bytes || kind == COLL_BARRIER)) {
+		algo = pick_algo(c, kind, a, bytes);
+		if (algo < 0)
+			return PS_COMM_ERR_CONFIG;
+	}
+	s = psc_sched_new(c, tag, a->dtype, a->op);
+	if (!s)
+		return PS_COMM_ERR_NOMEM;
+	if (c->size > 1 && (bytes || kind == COLL_BARRIER))
+		colls[kind].algos[algo].build(s, a);
+	rc = psc_sched_error(s);
+	if (rc) {
+		psc_comm_set_error(c, "%s: building the schedule failed (%s)",
+				   colls[kind].name, ps_comm_strerror(rc));
+		psc_sched_free(s);
+		return rc;
+	}
+	if (psc_log_enabled(PSC_LOG_TRACE))
+		psc_log(PSC_LOG_TRACE, c->rank, "%s: %zu bytes, %s, %d steps",
+			colls[kind].name, bytes, colls[kind].algos[algo].name,
+			psc_sched_count(s));
+	return psc_sched_start(s, req);
+}
+
+/* ------------------------------------------------------------ checking */
+
+static bool overlap(const void *a, size_t alen, const void *b, size_t blen)
+{
+	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+
+	return alen && blen && x < y + blen && y < x + alen;
+}
+
+/* Check comm, req and the element type; fill esize. */
+static int check_common(struct ps_comm *c, ps_comm_request_t *req,
+			ps_comm_dtype_t dtype, ps_comm_op_t op, bool use_op,
+			struct psc_coll_args *a)
+{
+	if (!c || !req)
+		return PS_COMM_ERR_ARG;
+	*req = NULL;
+	memset(a, 0, sizeof(*a));
+	a->dtype = dtype;
+	a->op = use_op ? op : PS_COMM_SUM;
+	a->esize = ps_comm_dtype_size(dtype);
+	if (!a->esize) {
+		psc_comm_set_error(c, "invalid data type %d", (int)dtype);
+		return PS_COMM_ERR_ARG;
+	}
+	if (use_op && (unsigned)op >= PS_COMM_OP_COUNT) {
+		psc_comm_set_error(c, "invalid reduction operation %d",
+				   (int)op);
+		return PS_COMM_ERR_ARG;
+	}
+	return 0;
+}
+
+/* count * esize * mult bytes, or false on overflow. */
+static bool bytes_of(size_t count, size_t esize, size_t mult, size_t *out)
+{
+	return !__builtin_mul_overflow(count, esize, out) &&
+	       !__builtin_mul_overflow(*out, mult, out);
+}
+
+/*
+ * Validate buffers: NULL with a nonzero size, overlap without in-place.
+ * sendbuf may be PS_COMM_IN_PLACE (then in_place is set).
+ */
+static int check_bufs(struct ps_comm *c, const void *sendbuf, size_t slen,
+		      const void *recvbuf, size_t rlen, bool *in_place)
+{
+	*in_place = sendbuf == PS_COMM_IN_PLACE;
+	if ((slen && !*in_place && !sendbuf) || (rlen && !recvbuf)) {
+		psc_comm_set_error(c, "NULL buffer with a nonzero count");
+		return PS_COMM_ERR_ARG;
+	}
+	if (!*in_place && overlap(sendbuf, slen, recvbuf, rlen)) {
+		psc_comm_set_error(c, "send and receive buffers overlap: pass "
+				   "PS_COMM_IN_PLACE as the send buffer");
+		return PS_COMM_ERR_ARG;
+	}
+	return 0;
+}
+
+static int check_root(struct ps_comm *c, int root)
+{
+	if (root < 0 || root >= c->size) {
+		psc_comm_set_error(c, "root %d is not a rank of a communicator "
+				   "of %d", root, c->size);
+		return PS_COMM_ERR_ARG;
+	}
+	return 0;
+}
+
+static int too_large(struct ps_comm *c)
+{
+	psc_comm_set_error(c, "count too large: the byte size overflows");
+	return PS_COMM_ERR_ARG;
+}
+
+/* Wait for a blocking collective's request. */
+static int finish_blocking(struct ps_comm *c, int rc, ps_comm_request_t *r)
+{
+	if (rc)
+		return rc;
+	return psc_wait(r, NULL, psc_comm_op_deadline(c));
+}
+
+/* ---------------------------------------------------------- public API */
+
+int ps_comm_ibarrier(ps_comm_t c, ps_comm_request_t *req)
+{
+	struct psc_coll_args a;
+	int rc = check_common(c, req, PS_COMM_UINT8, PS_COMM_SUM, false, &a);
+
+	return rc ? rc : coll_start(c, COLL_BARRIER, &a, 0, req);
+}
+
+int ps_comm_ibcast(ps_comm_t c, void *buf, size_t count,
+		   ps_comm_dtype_t dtype, int root, ps_comm_request_t *req)
+{
+	struct psc_coll_args a;
+	bool in_place;
+	size_t bytes;
+	int rc = check_common(c, req, dtype, PS_COMM_SUM, false, &a);
+
+	if (rc || (rc = check_root(c, root)))
+		return rc;
+	if (!bytes_of(count, a.esize, 1, &bytes))
+		return too_large(c);
+	rc = check_bufs(c, NULL, 0, buf, bytes, &in_place);
+	if (rc)
+		return rc;
+	a.sendbuf = a.recvbuf = buf;
+	a.count = count;
+	a.root = root;
+	return coll_start(c, COLL_BCAST, &a, bytes, req);
+}
+
+int ps_comm_ireduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
+		    size_t count, ps_comm_dtype_t dtype, ps_comm_op_t op,
+		    int root, ps_comm_request_t *req)
+{
+	struct psc_coll_args a;
+	bool in_place;
+	size_t bytes;
+	int rc = check_common(c, req, dtype, op, true, &a);
+
+	if (rc || (rc = check_root(c, root)))
+		return rc;
+	if (!bytes_of(count, a.esize, 1, &bytes))
+		return too_large(c);
+	rc = check_bufs(c, sendbuf, bytes, recvbuf,
+			c->rank == root ? bytes : 0, &in_place);
+	if (rc)
+		return rc;
+	if (in_place && c->rank != root) {
+		psc_comm_set_error(c, "reduce: only the root may pass "
+				   "PS_COMM_IN_PLACE");
+		return PS_COMM_ERR_ARG;
+	}
+	a.sendbuf = in_place ? recvbuf : sendbuf;
+	a.recvbuf = recvbuf;
+	a.count = count;
+	a.root = root;
+	if (c->size == 1 && !in_place && bytes)
+		memcpy(recvbuf, sendbuf, bytes);
+	return coll_start(c, COLL_REDUCE, &a, bytes, req);
+}
+
+int ps_comm_iallreduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
+		       size_t count, ps_comm_dtype_t dtype, ps_comm_op_t op,
+		       ps_comm_request_t *req)
+{
+	struct psc_coll_args a;
+	bool in_place;
+	size_t bytes;
+	int rc = check_common(c, req, dtype, op, true, &a);
+
+	if (rc)
+		return rc;
+	if (!bytes_of(count, a.esize, 1, &bytes))
+		return too_large(c);
+	rc = check_bufs(c, sendbuf, bytes, recvbuf, bytes, &in_place);
+	if (rc)
+		return rc;
+	/* Every algorithm works in recvbuf. */
+	if (!in_place && bytes)
+		memcpy(recvbuf, sendbuf, bytes);
+	a.sendbuf = a.recvbuf = recvbuf;
+	a.count = count;
+	return coll_start(c, COLL_ALLREDUCE, &a, bytes, req);
+}
+
+int ps_comm_iallgather(ps_comm_t c, const void *sendbuf, void *recvbuf,
+		       size_t count, ps_comm_dtype_t dtype,
+		       ps_comm_request_t *req)
+{
+	struct psc_coll_args a;
+	bool in_place;
+	size_t bytes, total;
+	int rc = check_common(c, req, dtype, PS_COMM_SUM, false, &a);
+
+	if (rc)
+		return rc;
+	if (!bytes_of(count, a.esize, 1, &bytes) ||
+	    !bytes_of(count, a.esize, (size_t)c->size, &total))
+		return too_large(c);
+	rc = check_bufs(c, sendbuf, bytes, recvbuf, total, &in_place);
+	if (rc)
+		return rc;
+	if (!in_place && bytes)
+		memcpy((char *)recvbuf + (size_t)c->rank * bytes, sendbuf,
+		       bytes);
+	a.sendbuf = a.recvbuf = recvbuf;
+	a.count = count;
+	return coll_start(c, COLL_ALLGATHER, &a, bytes, req);
+}
+
+int ps_comm_ireduce_scatter(ps_comm_t c, const void *sendbuf, void *recvbuf,
+			    size_t recvcount, ps_comm_dtype_t dtype,
+			    ps_comm_op_t op, ps_comm_request_t *req)
+{
+	struct psc_coll_args a;
+	bool in_place;
+	size_t bytes, total;
+	int rc = check_common(c, req, dtype, op, true, &a);
+
+	if (rc)
+		return rc;
+	if (!bytes_of(recvcount, a.esize, 1, &bytes) ||
+	    !bytes_of(recvcount, a.esize, (size_t)c->size, &total))
+		return too_large(c);
+	rc = check_bufs(c, sendbuf, total, recvbuf, bytes, &in_place);
+	if (rc)
+		return rc;
+	a.sendbuf = in_place ? recvbuf : sendbuf;
+	a.recvbuf = recvbuf;
+	a.count = recvcount;
+	if (c->size == 1 && !in_place && bytes)
+		memcpy(recvbuf, sendbuf, bytes);
+	return coll_start(c, COLL_REDUCE_SCATTER, &a, total, req);
+}
+
+int ps_comm_barrier(ps_comm_t c)
+{
+	ps_comm_request_t r;
+
+	return finish_blocking(c, ps_comm_ibarrier(c, &r), &r);
+}
+
+int ps_comm_bcast(ps_comm_t c, void *buf, size_t count,
+		  ps_comm_dtype_t dtype, int root)
+{
+	ps_comm_request_t r;
+
+	return finish_blocking(c, ps_comm_ibcast(c, buf, count, dtype, root,
+						 &r), &r);
+}
+
+int ps_comm_reduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
+		   size_t count, ps_comm_dtype_t dtype, ps_comm_op_t op,
+		   int root)
+{
+	ps_comm_request_t r;
+
+	return finish_blocking(c, ps_comm_ireduce(c, sendbuf, recvbuf, count,
+						  dtype, op, root, &r), &r);
+}
+
+int ps_comm_allreduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
+		      size_t count, ps_comm_dtype_t dtype, ps_comm_op_t op)
+{
+	ps_comm_request_t r;
+
+	return finish_blocking(c, ps_comm_iallreduce(c, sendbuf, recvbuf,
+						     count, dtype, op, &r),
+			       &r);
+}
+
+int ps_comm_allgather(ps_comm_t c, const void *sendbuf, void *recvbuf,
+		      size_t count, ps_comm_dtype_t dtype)
+{
+	ps_comm_request_t r;
+
+	return finish_blocking(c, ps_comm_iallgather(c, sendbuf, recvbuf,
+						     count, dtype, &r), &r);
+}
+
+int ps_comm_reduce_scatter(ps_comm_t c, const void *sendbuf, void *recvbuf,
+			   size_t recvcount, ps_comm_dtype_t dtype,
+			   ps_comm_op_t op)
+{
+	ps_comm_request_t r;
+
+	return finish_blocking(c, ps_comm_ireduce_scatter(c, sendbuf, recvbuf,
+							  recvcount, dtype, op,
+							  &r), &r);
+}
+
+/* ------------------------------------------------------------ describe */
+
+void psc_coll_print_table(FILE *out, const struct psc_params *p)
+{
+	char val[64];
+
+	fprintf(out, "collective algorithms (a = latency, b = time per byte, "
+		"g = reduction time per byte, m = bytes, n = ranks, "
+		"p = largest power of two <= n):\n");
+	for (int k = 0; k < COLL_KINDS; k++) {
+		const struct coll_desc *d = &colls[k];
+
+		fprintf(out, "  %-15s %s=%s\n", d->name, d->env,
+			algo_param(p, d));
+		fprintf(out, "  %-15s auto: %s\n", "", d->rule);
+		for (int i = 0; i < d->nalgos; i++)
+			fprintf(out, "  %-15s   %-14s %s\n", "",
+				d->algos[i].name, d->algos[i].cost);
+	}
+	fprintf(out, "  thresholds:\n");
+	for (size_t i = 0; i < psc_param_count; i++) {
+		const struct psc_param_desc *d = &psc_param_table[i];
+
+		if (d->type != PSC_PARAM_SIZE ||
+		    (!strstr(d->name, "_MAX") && !strstr(d->name, "_MIN") &&
+		     !strstr(d->name, "COLL_SEGMENT")) ||
+		    strstr(d->name, "MSG_SIZE"))
+			continue;
+		psc_param_format(p, d, val, sizeof(val));
+		fprintf(out, "    %-28s %s\n", d->name, val);
+	}
+	fprintf(out, "  PS_COMM_DETERMINISTIC=%d: %s\n", p->deterministic,
+		p->deterministic == 1
+			? "reductions folded in rank order by each block's owner"
+			: "fastest order; same bits on every rank");
+}

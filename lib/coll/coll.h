@@ -1,0 +1,228 @@
+/*
+ * The narrow interface collective algorithms are written against: a
+ * schedule of point-to-point operations and local steps with dependencies
+ * (sched.c), the reduction kernels (reduce_ops.c), and the arguments of
+ * one collective call. Algorithms see ranks, sizes, buffers and peers
+ * only: no libfabric, no endpoint, no request.
+ *
+ * A schedule runs every operation once its dependencies are done. The
+ * messages of one schedule all carry the same tag, so the order matters:
+ * sends to one peer are posted in the order they were added, and so are
+ * receives from one peer, and the algorithm must add the sends on one
+ * rank in the order the peer adds the matching receives.
+ */
+#ifndef PSC_COLL_H
+#define PSC_COLL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "ps_comm.h"
+
+struct psc_sched;
+
+/* What one collective call asks for; counts are in elements. */
+struct psc_coll_args {
+	int rank, size;
+	const void *sendbuf; /* never PS_COMM_IN_PLACE here */
+	void *recvbuf;
+	size_t count;	     /* allgather: per rank; reduce_scatter: per rank */
+	ps_comm_dtype_t dtype;
+	ps_comm_op_t op;
+	size_t esize;	     /* bytes per element */
+	int root;
+	size_t seg;	     /* pipelining segment, elements (>= 1) */
+	bool deterministic;  /* fixed rank-order reduction */
+};
+
+/*
+ * Builds the schedule of one algorithm. Returns 0; allocation failures
+ * are sticky in the schedule and reported by the dispatcher.
+ */
+typedef int (*psc_coll_build_fn)(struct psc_sched *s,
+				 const struct psc_coll_args *a);
+
+/* ---------------------------------------------------- schedule building */
+
+/*
+ * Each call adds one operation and returns its index, or -1 once the
+ * schedule has failed to allocate (later calls are then no-ops, and
+ * psc_sched_after ignores -1).
+ */
+int psc_sched_send(struct psc_sched *s, const void *buf, size_t len,
+		   int peer);
+int psc_sched_recv(struct psc_sched *s, void *buf, size_t len, int peer);
+/*
+ * inout[i] = in_left ? op(in[i], inout[i]) : op(inout[i], in[i]) for count
+ * elements of the schedule's dtype and op; in and inout must not overlap.
+ */
+int psc_sched_reduce(struct psc_sched *s, void *inout, const void *in,
+		     size_t count, bool in_left);
+int psc_sched_copy(struct psc_sched *s, void *dst, const void *src,
+		   size_t len);
+/*
+ * A no-op that is done once every operation added before it is done,
+ * sends included (whose buffers may be read until then): for a step that
+ * overwrites memory earlier steps may still be sending from.
+ */
+int psc_sched_fence(struct psc_sched *s);
+/* Operation op starts only after operation dep is done. dep < op. */
+void psc_sched_after(struct psc_sched *s, int op, int dep);
+/* Scratch memory freed with the schedule; NULL (sticky error) if none. */
+void *psc_sched_tmp(struct psc_sched *s, size_t len);
+
+/* ------------------------------------------------------ shared helpers */
+
+/*
+ * Block b of count elements split into n nearly equal blocks (the first
+ * count % n blocks have one more element).
+ */
+static inline void psc_block(size_t count, int n, int b, size_t *off,
+			     size_t *len)
+{
+	size_t q = count / (size_t)n, r = count % (size_t)n;
+	size_t ub = (size_t)b;
+
+	*off = ub * q + (ub < r ? ub : r);
+	*len = q + (ub < r ? 1 : 0);
+}
+
+/* Non-negative remainder. */
+static inline int psc_mod(int a, int n)
+{
+	return ((a % n) + n) % n;
+}
+
+/* Largest power of two <= n (n >= 1). */
+static inline int psc_pow2_floor(int n)
+{
+	int p = 1;
+
+	while (p * 2 <= n)
+		p *= 2;
+	return p;
+}
+
+/* Length of the segment at offset o of a len-element run. */
+#define PSC_SEG_LEN(len, o, seg) ((len) - (o) < (seg) ? (len) - (o) : (seg))
+
+/* Number of segments of at most seg elements covering len elements. */
+static inline size_t psc_nseg(size_t len, size_t seg)
+{
+	return (len + seg - 1) / seg;
+}
+
+/*
+ * Ring reduce-scatter over the n blocks of work (count elements, block b
+ * from psc_block), in place, pipelined in segments: afterwards rank r
+ * holds the full reduction of block (r + shift) % n. Each block's result
+ * is computed by one rank only. When det_out is true the reduction is
+ * instead done by direct exchange in rank order (deterministic mode).
+ * last[j] (array of psc_nseg(max block, seg) ints, may be NULL) receives
+ * the operation after which segment j of the final block is ready.
+ * Implemented in reduce_scatter_ring.c.
+ */
+void psc_ring_reduce_scatter(struct psc_sched *s,
+			     const struct psc_coll_args *a, char *work,
+			     size_t count, int shift, int *last);
+
+/*
+ * Deterministic reduce-scatter: rank r receives block (r + shift) % n of
+ * every rank and folds the n contributions in rank order (x0 op x1 op
+ * ...), per segment. Same contract as psc_ring_reduce_scatter.
+ * Implemented in reduce_scatter_direct.c.
+ */
+void psc_direct_reduce_scatter(struct psc_sched *s,
+			       const struct psc_coll_args *a, char *work,
+			       size_t count, int shift, int *last);
+
+/*
+ * Ring allgather over the n blocks of work (count elements): rank r
+ * starts with block (r + shift) % n (segment j ready after ready[j], or at
+ * once when ready is NULL) and ends with all blocks. Rank skip (or -1)
+ * already has every block: it receives nothing and its left neighbour
+ * sends it nothing. Implemented in allgather_ring.c.
+ */
+void psc_ring_allgather(struct psc_sched *s, const struct psc_coll_args *a,
+			char *work, size_t count, int shift, const int *ready,
+			int skip);
+
+/*
+ * Recursive-doubling allgather among p ranks (p a power of two) over work
+ * (count elements) split into p blocks. This rank is me (0..p-1) and
+ * starts with block me, ready after operation ready (-1: at once);
+ * ranks[i] is the communicator rank of participant i (NULL: i itself).
+ * Returns an operation done once every block is in place.
+ * Implemented in allgather_rd.c.
+ */
+int psc_rd_allgather(struct psc_sched *s, const struct psc_coll_args *a,
+		     char *work, size_t count, int p, int me,
+		     const int *ranks, int ready);
+
+/*
+ * The non-power-of-two step of recursive doubling and halving: with p the
+ * largest power of two <= n and rem = n - p, each even rank below 2 rem
+ * hands its vector (count elements in work) to the odd rank above it,
+ * which reduces the pair and takes part for both. Returns this rank's
+ * index among the p participants, or -1 if it sits out; *done receives
+ * the operation after which work holds its input for the power-of-two
+ * phase. ranks (p ints, scratch) receives the participants' communicator
+ * ranks. Implemented in allreduce_rd.c.
+ */
+int psc_rd_fold_in(struct psc_sched *s, const struct psc_coll_args *a,
+		   char *work, size_t count, int *ranks, int *done);
+
+/*
+ * The matching final step: an odd rank below 2 rem sends the result
+ * (ready after operation ready) to the even rank that sat out, which
+ * receives it into work.
+ */
+void psc_rd_fold_out(struct psc_sched *s, const struct psc_coll_args *a,
+		     char *work, size_t count, int ready);
+
+/* ---------------------------------------------------------- algorithms */
+
+/*
+ * The deterministic allreduce of the logarithmic algorithms: rank-ordered
+ * direct reduce-scatter, then recursive doubling (ring when the rank count
+ * is not a power of two) to gather. In allreduce_rd.c.
+ */
+int psc_allreduce_det_log(struct psc_sched *s, const struct psc_coll_args *a);
+
+int psc_allreduce_ring(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_allreduce_rd(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_allreduce_rabenseifner(struct psc_sched *s,
+			       const struct psc_coll_args *a);
+int psc_bcast_binomial(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_bcast_scatter_ring(struct psc_sched *s,
+			   const struct psc_coll_args *a);
+int psc_barrier_dissemination(struct psc_sched *s,
+			      const struct psc_coll_args *a);
+int psc_allgather_ring(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_allgather_rd(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_reduce_binomial(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_reduce_rs_gather(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_reduce_scatter_ring(struct psc_sched *s,
+			    const struct psc_coll_args *a);
+
+/* ------------------------------------------------------------- kernels */
+
+/*
+ * inout[i] = op(inout[i], in[i]) (in_left false) or op(in[i], inout[i])
+ * (in_left true) for count elements. The buffers must not overlap.
+ * float16/bfloat16 are computed in float32 and rounded to nearest even;
+ * min/max return NaN if either operand is NaN (the left one's if both).
+ * Returns 0 or -EINVAL for an unknown dtype or op.
+ */
+int psc_reduce_local(ps_comm_dtype_t dtype, ps_comm_op_t op, void *inout,
+		     const void *in, size_t count, bool in_left);
+
+/* Conversions used by the kernels and by tests' references. */
+float psc_half_to_float(uint16_t h);
+uint16_t psc_float_to_half(float f);
+float psc_bf16_to_float(uint16_t h);
+uint16_t psc_float_to_bf16(float f);
+
+#endif /* PSC_COLL_H */

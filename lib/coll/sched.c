@@ -1,0 +1,458 @@
+/*
+ * The collective engine: a schedule is a list of operations (send,
+ * receive, reduce, copy) with dependencies, built once by an algorithm and
+ * then advanced without blocking. Every schedule in flight in the process
+ * sits on one list that the progress engine's hook advances whenever any
+ * thread polls pscomm, so nonblocking collectives move while the caller
+ * does point-to-point work or other collectives, and complete in any
+ * order. A collective's user request completes when its last operation
+ * does.
+ *
+ * Dependencies always point from an earlier operation to a later one, so
+ * one forward pass over the operations starts everything that is ready.
+ * Point-to-point operations on one channel (peer and direction) are posted
+ * in the order they were added, which is what lets one tag serve a whole
+ * collective: pscomm's messages between two ranks do not overtake.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "psc.h"
+#include "coll.h"
+#include "sched.h"
+
+enum sop_kind { SOP_SEND, SOP_RECV, SOP_REDUCE, SOP_COPY };
+enum sop_state { SOP_WAIT, SOP_RUN, SOP_DONE };
+
+struct sop {
+	uint8_t kind, state;
+	bool in_left;
+	bool fence;	/* starts only once every earlier operation is done */
+	int pending;	/* dependencies not yet done */
+	int chan_prev;	/* previous operation on this channel, or -1 */
+	int succ;	/* first edge to a dependent, or -1 */
+	int peer;
+	void *dst;
+	const void *src;
+	size_t len;	/* bytes (send/recv/copy) or elements (reduce) */
+	ps_comm_request_t req;
+};
+
+struct edge {
+	int to, next;
+};
+
+struct psc_sched {
+	struct ps_comm *comm;
+	uint32_t tag;
+	ps_comm_dtype_t dtype;
+	ps_comm_op_t op;
+	struct sop *ops;
+	int nops, cap;
+	struct edge *edges;
+	int nedges, ecap;
+	int *last_chan;	/* per peer: last send [2p], last receive [2p+1] */
+	void **tmps;
+	int ntmps, tmpcap;
+	int first;	/* operations before this one are done */
+	int err;	/* PS_COMM_ERR_* once failed */
+	bool leak_tmp;	/* a receive could not be withdrawn */
+	struct ps_comm_request *req; /* the caller's request */
+	struct psc_sched *next;	      /* the active list */
+};
+
+/* Every schedule in flight; advanced by whichever thread gets the lock. */
+static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct psc_sched *active;
+static int active_count;
+
+/* -------------------------------------------------------------- building */
+
+struct psc_sched *psc_sched_new(struct ps_comm *c, uint32_t tag,
+				ps_comm_dtype_t dtype, ps_comm_op_t op)
+{
+	struct psc_sched *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->last_chan = malloc(sizeof(int) * 2 * (size_t)c->size);
+	if (!s->last_chan) {
+		free(s);
+		return NULL;
+	}
+	for (int i = 0; i < 2 * c->size; i++)
+		s->last_chan[i] = -1;
+	s->comm = c;
+	s->tag = tag;
+	s->dtype = dtype;
+	s->op = op;
+	return s;
+}
+
+void psc_sched_free(struct psc_sched *s)
+{
+	if (!s)
+		return;
+	for (int i = 0; i < s->ntmps; i++)
+		if (!s->leak_tmp)
+			free(s->tmps[i]);
+	free(s->tmps);
+	free(s->ops);
+	free(s->edges);
+	free(s->last_chan);
+	free(s);
+}
+
+int psc_sched_error(const struct psc_sched *s)
+{
+	return s->err;
+}
+
+int psc_sched_count(const struct psc_sched *s)
+{
+	return s->nops;
+}
+
+/* Make room for one more element in an array; false (sticky) if none. */
+static bool grow(struct psc_sched *s, void **arr, int n, int *cap,
+		 size_t elem)
+{
+	void *p;
+	int ncap;
+
+	if (s->err)
+		return false;
+	if (n < *cap)
+		return true;
+	ncap = *cap ? *cap * 2 : 64;
+	p = realloc(*arr, (size_t)ncap * elem);
+	if (!p) {
+		s->err = PS_COMM_ERR_NOMEM;
+		return false;
+	}
+	*arr = p;
+	*cap = ncap;
+	return true;
+}
+
+static int add_op(struct psc_sched *s, enum sop_kind kind)
+{
+	struct sop *o;
+
+	if (!grow(s, (void **)&s->ops, s->nops, &s->cap, sizeof(*s->ops)))
+		return -1;
+	o = &s->ops[s->nops];
+	memset(o, 0, sizeof(*o));
+	o->kind = (uint8_t)kind;
+	o->state = SOP_WAIT;
+	o->chan_prev = -1;
+	o->succ = -1;
+	return s->nops++;
+}
+
+void psc_sched_after(struct psc_sched *s, int op, int dep)
+{
+	if (op < 0 || dep < 0 || s->err)
+		return;
+	if (dep >= op) {
+		s->err = PS_COMM_ERR_INTERNAL;
+		return;
+	}
+	if (!grow(s, (void **)&s->edges, s->nedges, &s->ecap,
+		  sizeof(*s->edges)))
+		return;
+	s->edges[s->nedges].to = op;
+	s->edges[s->nedges].next = s->ops[dep].succ;
+	s->ops[dep].succ = s->nedges++;
+	s->ops[op].pending++;
+}
+
+static int add_p2p(struct psc_sched *s, enum sop_kind kind, void *buf,
+		   size_t len, int peer)
+{
+	int i = add_op(s, kind);
+	int ch = 2 * peer + (kind == SOP_RECV);
+
+	if (i < 0)
+		return -1;
+	s->ops[i].peer = peer;
+	s->ops[i].dst = buf;
+	s->ops[i].len = len;
+	s->ops[i].chan_prev = s->last_chan[ch];
+	s->last_chan[ch] = i;
+	return i;
+}
+
+int psc_sched_send(struct psc_sched *s, const void *buf, size_t len,
+		   int peer)
+{
+	return add_p2p(s, SOP_SEND, (void *)buf, len, peer);
+}
+
+int psc_sched_recv(struct psc_sched *s, void *buf, size_t len, int peer)
+{
+	return add_p2p(s, SOP_RECV, buf, len, peer);
+}
+
+int psc_sched_reduce(struct psc_sched *s, void *inout, const void *in,
+		     size_t count, bool in_left)
+{
+	int i = add_op(s, SOP_REDUCE);
+
+	if (i < 0)
+		return -1;
+	s->ops[i].dst = inout;
+	s->ops[i].src = in;
+	s->ops[i].len = count;
+	s->ops[i].in_left = in_left;
+	return i;
+}
+
+int psc_sched_copy(struct psc_sched *s, void *dst, const void *src,
+		   size_t len)
+{
+	int i = add_op(s, SOP_COPY);
+
+	if (i < 0)
+		return -1;
+	s->ops[i].dst = dst;
+	s->ops[i].src = src;
+	s->ops[i].len = len;
+	return i;
+}
+
+int psc_sched_fence(struct psc_sched *s)
+{
+	int i = add_op(s, SOP_COPY);
+
+	if (i >= 0)
+		s->ops[i].fence = true;
+	return i;
+}
+
+void *psc_sched_tmp(struct psc_sched *s, size_t len)
+{
+	void *p;
+
+	if (s->err || !grow(s, (void **)&s->tmps, s->ntmps, &(int){s->ntmps},
+			    sizeof(void *)))
+		return NULL;
+	p = malloc(len ? len : 1);
+	if (!p) {
+		s->err = PS_COMM_ERR_NOMEM;
+		return NULL;
+	}
+	s->tmps[s->ntmps++] = p;
+	return p;
+}
+
+/* ------------------------------------------------------------- running */
+
+static void op_done(struct psc_sched *s, struct sop *o)
+{
+	o->state = SOP_DONE;
+	for (int e = o->succ; e >= 0; e = s->edges[e].next)
+		s->ops[s->edges[e].to].pending--;
+}
+
+/* Start o; local steps finish at once. Returns 0 or PS_COMM_ERR_*. */
+static int op_start(struct psc_sched *s, struct sop *o)
+{
+	int rc = 0;
+
+	switch (o->kind) {
+	case SOP_SEND:
+		rc = psc_isend(s->comm, PSC_PROTO_COLL, o->dst, o->len, o->peer,
+			       s->tag, &o->req);
+		break;
+	case SOP_RECV:
+		rc = psc_irecv(s->comm, PSC_PROTO_COLL, o->dst, o->len, o->peer,
+			       s->tag, &o->req);
+		break;
+	case SOP_REDUCE:
+		rc = psc_reduce_local(s->dtype, s->op, o->dst, o->src, o->len,
+				      o->in_left) ? PS_COMM_ERR_INTERNAL : 0;
+		op_done(s, o);
+		return rc;
+	case SOP_COPY:
+		/* In-place reduce_scatter moves its block within one buffer. */
+		if (o->len && o->dst != o->src)
+			memmove(o->dst, o->src, o->len);
+		op_done(s, o);
+		return 0;
+	}
+	if (!rc)
+		o->state = SOP_RUN;
+	return rc;
+}
+
+/* Reap a completed point-to-point operation and check what it got. */
+static int op_finish(struct psc_sched *s, struct sop *o)
+{
+	ps_comm_status_t st;
+	int rc = psc_req_reap(&o->req, &st);
+
+	if (o->kind == SOP_RECV && (rc == PS_COMM_ERR_TRUNCATE ||
+				    (!rc && st.len != o->len))) {
+		psc_comm_set_error(s->comm, "collective: rank %d sent %s bytes "
+				   "than this rank expects (%zu): the ranks "
+				   "passed different counts or data types",
+				   o->peer, rc ? "more" : "fewer", o->len);
+		return PS_COMM_ERR_MISMATCH;
+	}
+	if (rc)
+		return rc;
+	op_done(s, o);
+	return 0;
+}
+
+/*
+ * Withdraw every operation still running after a failure. A receive the
+ * provider will not give back keeps its scratch buffer alive.
+ */
+static void sched_cancel(struct psc_sched *s)
+{
+	for (int i = s->first; i < s->nops; i++) {
+		struct sop *o = &s->ops[i];
+
+		if (o->state != SOP_RUN)
+			continue;
+		if (psc_req_cancel(&o->req) != 0)
+			s->leak_tmp = true;
+		o->state = SOP_DONE;
+	}
+}
+
+/*
+ * One forward pass. Returns 1 if the schedule moved, 0 if not; sets s->err
+ * on failure. Called with active_lock held.
+ */
+static int sched_advance(struct psc_sched *s)
+{
+	int moved = 0;
+
+	for (int i = s->first; i < s->nops && !s->err; i++) {
+		struct sop *o = &s->ops[i];
+		int rc = 0;
+
+		if (o->state == SOP_RUN) {
+			if (!psc_req_done(o->req))
+				continue;
+			rc = op_finish(s, o);
+			moved = 1;
+		} else if (o->state == SOP_WAIT && !o->pending &&
+			   (!o->fence || i == s->first) &&
+			   (o->chan_prev < 0 ||
+			    s->ops[o->chan_prev].state != SOP_WAIT)) {
+			rc = op_start(s, o);
+			moved = 1;
+		}
+		if (rc)
+			s->err = rc;
+		if (o->state == SOP_DONE && i == s->first)
+			s->first++;
+	}
+	if (s->err)
+		sched_cancel(s);
+	return moved;
+}
+
+/* Complete the caller's request with the schedule's result. */
+static void sched_complete(struct psc_sched *s)
+{
+	struct psc_ep *ep = s->comm->ep;
+
+	pthread_mutex_lock(&ep->lock);
+	s->req->sched = NULL;
+	psc_req_complete(s->req, s->err);
+	pthread_mutex_unlock(&ep->lock);
+	psc_sched_free(s);
+}
+
+/*
+ * Advance every active schedule; complete and drop the finished ones.
+ * Returns how many moved. Never blocks: a thread that finds another one
+ * advancing leaves the work to it.
+ */
+static int sched_hook(void)
+{
+	struct psc_sched **pp, *done = NULL;
+	int moved = 0;
+
+	if (!__atomic_load_n(&active_count, __ATOMIC_RELAXED) ||
+	    pthread_mutex_trylock(&active_lock) != 0)
+		return 0;
+	for (pp = &active; *pp;) {
+		struct psc_sched *s = *pp;
+
+		moved += sched_advance(s);
+		if (s->err || s->first == s->nops) {
+			*pp = s->next;
+			s->next = done;
+			done = s;
+			__atomic_sub_fetch(&active_count, 1, __ATOMIC_RELAXED);
+		} else {
+			pp = &s->next;
+		}
+	}
+	pthread_mutex_unlock(&active_lock);
+	while (done) {
+		struct psc_sched *s = done;
+
+		done = s->next;
+		sched_complete(s);
+	}
+	return moved;
+}
+
+/* The request's abort hook: fail the schedule with err (timeout). */
+static void sched_abort(struct ps_comm_request *r, int err)
+{
+	struct psc_sched *s;
+
+	pthread_mutex_lock(&active_lock);
+	s = r->sched;
+	if (s && !s->err) {
+		s->err = err;
+		sched_cancel(s);
+	}
+	pthread_mutex_unlock(&active_lock);
+	/* The next hook run completes it. */
+	sched_hook();
+}
+
+int psc_sched_start(struct psc_sched *s, ps_comm_request_t *req)
+{
+	struct ps_comm *c = s->comm;
+	struct ps_comm_request *r;
+
+	pthread_mutex_lock(&c->ep->lock);
+	r = c->aborted ? NULL : psc_req_alloc(c, PSC_REQ_COLL);
+	if (r) {
+		r->sched = s;
+		r->abort = sched_abort;
+		r->status.source = c->rank;
+	}
+	pthread_mutex_unlock(&c->ep->lock);
+	if (!r) {
+		psc_sched_free(s);
+		return c->aborted ? PS_COMM_ERR_ABORTED : PS_COMM_ERR_NOMEM;
+	}
+	s->req = r;
+	psc_progress_set_hook(sched_hook);
+	pthread_mutex_lock(&active_lock);
+	/* Append: older collectives get progressed first. */
+	{
+		struct psc_sched **pp = &active;
+
+		while (*pp)
+			pp = &(*pp)->next;
+		*pp = s;
+	}
+	__atomic_add_fetch(&active_count, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&active_lock);
+	*req = r;
+	sched_hook();
+	return 0;
+}

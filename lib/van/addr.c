@@ -1,0 +1,326 @@
+/*
+ * The van's address exchange over TCP. ps-lite's nodes know each other
+ * by host:port only, so a bound van listens there and answers every fetch
+ * with its fabric address and a fresh slot (the number the fetcher puts
+ * in the tag's rank field when it sends to this van). Messages use the
+ * tcp store's wire header (magic, version, job id, length), so a foreign
+ * or malformed peer is refused rather than trusted: a fetch is GET with
+ * payload "van"; the answer is VALUE with the slot as rank and payload
+ * "provider\0address", or ERROR with a reason.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "van_int.h"
+
+#define FETCH_KEY "van"
+#define REPLY_MAX 512
+/* One fetch may hold the single server thread at most this long. */
+#define SERVE_IO_SEC 2.0
+
+struct psc_van_server {
+	int fd;
+	int wake[2];
+	pthread_t thread;
+	struct psc_van_served what;
+};
+
+static int write_msg(int fd, uint16_t type, uint64_t job, int32_t rank,
+		     const void *payload, size_t len, double deadline)
+{
+	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION, type, job,
+				 rank, 0, (uint32_t)len};
+	uint8_t buf[PSC_WIRE_HDR_LEN + REPLY_MAX];
+
+	if (len > REPLY_MAX)
+		return -EMSGSIZE;
+	psc_wire_encode(&h, buf);
+	if (len)
+		memcpy(buf + PSC_WIRE_HDR_LEN, payload, len);
+	return psc_write_full(fd, buf, PSC_WIRE_HDR_LEN + len, deadline);
+}
+
+/* Read one message whose payload fits room bytes. */
+static int read_msg(int fd, struct psc_wire_hdr *h, uint8_t *payload,
+		    size_t room, double deadline, char *err, size_t errlen)
+{
+	uint8_t hb[PSC_WIRE_HDR_LEN];
+	int rc = psc_read_full(fd, hb, sizeof(hb), deadline);
+
+	if (rc) {
+		snprintf(err, errlen, "reading: %s", strerror(-rc));
+		return rc;
+	}
+	rc = psc_wire_decode(hb, h, err, errlen);
+	if (rc)
+		return rc;
+	if (h->len > room) {
+		snprintf(err, errlen, "message of %u bytes, at most %zu "
+			 "expected", h->len, room);
+		return -EPROTO;
+	}
+	rc = h->len ? psc_read_full(fd, payload, h->len, deadline) : 0;
+	if (rc)
+		snprintf(err, errlen, "reading: %s", strerror(-rc));
+	return rc;
+}
+
+/* Answer one fetch on fd. */
+static void serve_one(struct psc_van_server *s, int fd)
+{
+	double deadline = psc_now() + SERVE_IO_SEC;
+	struct psc_wire_hdr h;
+	uint8_t in[64], out[REPLY_MAX];
+	size_t plen = strlen(s->what.provider) + 1;
+	uint32_t slot;
+	char err[256];
+
+	if (read_msg(fd, &h, in, sizeof(in), deadline, err, sizeof(err))) {
+		psc_log(PSC_LOG_WARN, -1, "van: refusing an address fetch: %s",
+			err);
+		return;
+	}
+	if (h.job != s->what.job) {
+		psc_log(PSC_LOG_WARN, -1, "van: refusing an address fetch "
+			"from another job (PS_COMM_JOB_KEY differs)");
+		snprintf(err, sizeof(err), "job key mismatch");
+		write_msg(fd, PSC_WIRE_ERROR, s->what.job, 0, err, strlen(err),
+			  deadline);
+		return;
+	}
+	if (h.type != PSC_WIRE_GET || h.len != strlen(FETCH_KEY) ||
+	    memcmp(in, FETCH_KEY, h.len) != 0) {
+		psc_log(PSC_LOG_WARN, -1, "van: refusing a request of type %u",
+			h.type);
+		return;
+	}
+	if (plen + s->what.namelen > sizeof(out))
+		return;
+	/* Slots wrap past the tag's rank field, skipping 0. */
+	do
+		slot = __atomic_fetch_add(s->what.next_slot, 1,
+					  __ATOMIC_RELAXED) %
+		       (PSC_VAN_SLOT_MAX + 1);
+	while (slot == 0);
+	memcpy(out, s->what.provider, plen);
+	memcpy(out + plen, s->what.name, s->what.namelen);
+	write_msg(fd, PSC_WIRE_VALUE, s->what.job, (int32_t)slot, out,
+		  plen + s->what.namelen, deadline);
+}
+
+static void *serve_loop(void *arg)
+{
+	struct psc_van_server *s = arg;
+
+	for (;;) {
+		struct pollfd p[2] = {{s->fd, POLLIN, 0},
+				      {s->wake[0], POLLIN, 0}};
+		int fd;
+
+		if (poll(p, 2, -1) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & POLLIN))
+			continue;
+		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		serve_one(s, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+/* The wildcard address of host's family, with port. */
+static int listen_addr(const char *host, int port,
+		       struct sockaddr_storage *ss, socklen_t *len)
+{
+	struct psc_hostport hp;
+	char err[256];
+	int family = AF_INET;
+
+	memset(ss, 0, sizeof(*ss));
+	if (host && *host && strcmp(host, "*") != 0) {
+		struct sockaddr_storage h;
+		socklen_t hl;
+
+		memset(&hp, 0, sizeof(hp));
+		snprintf(hp.host, sizeof(hp.host), "%s", host);
+		if (psc_resolve(&hp, &h, &hl, err, sizeof(err)) == 0)
+			family = h.ss_family;
+	}
+	if (family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_any;
+		a->sin6_port = htons((uint16_t)port);
+		*len = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)ss;
+
+		a->sin_family = AF_INET;
+		a->sin_addr.s_addr = htonl(INADDR_ANY);
+		a->sin_port = htons((uint16_t)port);
+		*len = sizeof(*a);
+	}
+	return 0;
+}
+
+static uint16_t port_of(const struct sockaddr_storage *ss)
+{
+	return ntohs(ss->ss_family == AF_INET6
+			     ? ((const struct sockaddr_in6 *)ss)->sin6_port
+			     : ((const struct sockaddr_in *)ss)->sin_port);
+}
+
+int psc_van_serve(struct psc_van_server **out, const char *host, int port,
+		  bool retry, const char *range,
+		  const struct psc_van_served *what, int *bound, char *err,
+		  size_t errlen)
+{
+	struct psc_van_server *s = calloc(1, sizeof(*s));
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->what = *what;
+	listen_addr(host, port, &ss, &sl);
+	rc = port > 0 ? psc_listen(&ss, sl, NULL) : -EADDRINUSE;
+	if (rc < 0 && (retry || port <= 0)) {
+		listen_addr(host, 0, &ss, &sl);
+		rc = psc_listen(&ss, sl, range);
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot listen on port %d: %s", port,
+			 strerror(-rc));
+		free(s);
+		return rc;
+	}
+	s->fd = rc;
+	if (getsockname(s->fd, (struct sockaddr *)&ss, &sl) == 0)
+		*bound = port_of(&ss);
+	if (pipe2(s->wake, O_CLOEXEC) != 0) {
+		rc = -errno;
+		goto err_close;
+	}
+	rc = -pthread_create(&s->thread, NULL, serve_loop, s);
+	if (rc)
+		goto err_pipe;
+	*out = s;
+	return 0;
+
+err_pipe:
+	close(s->wake[0]);
+	close(s->wake[1]);
+err_close:
+	snprintf(err, errlen, "starting the address server: %s",
+		 strerror(-rc));
+	close(s->fd);
+	free(s);
+	return rc;
+}
+
+void psc_van_unserve(struct psc_van_server *s)
+{
+	if (!s)
+		return;
+	if (write(s->wake[1], "x", 1) < 0)
+		psc_log(PSC_LOG_WARN, -1, "van: waking the address server: %s",
+			strerror(errno));
+	pthread_join(s->thread, NULL);
+	close(s->wake[0]);
+	close(s->wake[1]);
+	close(s->fd);
+	free(s);
+}
+
+/* Check and unpack a VALUE answer. */
+static int parse_answer(const struct psc_wire_hdr *h, const uint8_t *in,
+			const char *provider, uint32_t *slot, uint8_t *name,
+			size_t *namelen, char *err, size_t errlen)
+{
+	const uint8_t *nul = memchr(in, '\0', h->len);
+	size_t n;
+
+	if (h->type == PSC_WIRE_ERROR) {
+		snprintf(err, errlen, "refused: %.*s", (int)h->len,
+			 (const char *)in);
+		return -EBADE;
+	}
+	if (h->type != PSC_WIRE_VALUE || !nul || h->rank <= 0 ||
+	    (uint32_t)h->rank > PSC_VAN_SLOT_MAX) {
+		snprintf(err, errlen, "malformed answer (type %u)", h->type);
+		return -EPROTO;
+	}
+	if (strcmp((const char *)in, provider) != 0) {
+		snprintf(err, errlen, "it uses provider %s, this node %s (set "
+			 "the same FI_PROVIDER everywhere)", (const char *)in,
+			 provider);
+		return -EBADE;
+	}
+	n = h->len - (size_t)(nul + 1 - in);
+	if (n == 0 || n > *namelen) {
+		snprintf(err, errlen, "fabric address of %zu bytes", n);
+		return -EPROTO;
+	}
+	memcpy(name, nul + 1, n);
+	*namelen = n;
+	*slot = (uint32_t)h->rank;
+	return 0;
+}
+
+int psc_van_fetch(const char *host, int port, uint64_t job,
+		  const char *provider, double deadline, uint32_t *slot,
+		  uint8_t *name, size_t *namelen, char *err, size_t errlen)
+{
+	struct psc_hostport hp;
+	struct sockaddr_storage ss;
+	struct psc_wire_hdr h;
+	uint8_t in[REPLY_MAX];
+	socklen_t sl;
+	int fd, rc, last = 0;
+
+	memset(&hp, 0, sizeof(hp));
+	if (!host || !*host || strlen(host) >= sizeof(hp.host) || port <= 0 ||
+	    port > 65535) {
+		snprintf(err, errlen, "bad address %s:%d", host ? host : "",
+			 port);
+		return -EINVAL;
+	}
+	snprintf(hp.host, sizeof(hp.host), "%s", host);
+	hp.port = (uint16_t)port;
+	rc = psc_resolve(&hp, &ss, &sl, err, errlen);
+	if (rc)
+		return rc;
+	fd = psc_connect_retry((struct sockaddr *)&ss, sl, deadline, &last);
+	if (fd < 0) {
+		snprintf(err, errlen, "no answer from %s:%d (%s)", host, port,
+			 strerror(last ? last : -fd));
+		return fd;
+	}
+	rc = write_msg(fd, PSC_WIRE_GET, job, -1, FETCH_KEY,
+		       strlen(FETCH_KEY), deadline);
+	if (rc)
+		snprintf(err, errlen, "writing: %s", strerror(-rc));
+	if (!rc)
+		rc = read_msg(fd, &h, in, sizeof(in), deadline, err, errlen);
+	if (!rc && h.job != job) {
+		snprintf(err, errlen, "answer from another job");
+		rc = -EBADE;
+	}
+	if (!rc)
+		rc = parse_answer(&h, in, provider, slot, name, namelen, err,
+				  errlen);
+	close(fd);
+	return rc;
+}

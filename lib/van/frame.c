@@ -1,0 +1,104 @@
+/*
+ * The van's frame codec: the first fabric message of every van message,
+ * which names the sender and gives the meta and segment lengths so the
+ * receiver can post a receive of the right size for each piece. Decoding
+ * trusts nothing: every field is checked against the bytes received.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ps_comm/van.h"
+#include "van_int.h"
+
+size_t psc_van_frame_size(size_t meta_len, size_t nseg, bool *inline_meta)
+{
+	size_t fixed = PSC_VAN_HDR + 8 * nseg;
+
+	*inline_meta = fixed + meta_len <= PSC_VAN_FRAME_MAX;
+	return *inline_meta ? fixed + meta_len : fixed;
+}
+
+void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
+			  size_t meta_len, bool inline_meta,
+			  const size_t *lens, size_t nseg)
+{
+	uint8_t *p = buf + PSC_VAN_HDR;
+
+	psc_be_put(buf, PSC_VAN_MAGIC, 4);
+	buf[4] = PSC_VAN_VERSION;
+	buf[5] = inline_meta ? PSC_VAN_F_META_INLINE : 0;
+	psc_be_put(buf + 6, 0, 2);
+	psc_be_put(buf + 8, sender < 0 ? PSC_VAN_WIRE_NO_ID : (uint32_t)sender,
+		   4);
+	psc_be_put(buf + 12, meta_len, 4);
+	psc_be_put(buf + 16, nseg, 4);
+	psc_be_put(buf + 20, 0, 4);
+	for (size_t i = 0; i < nseg; i++, p += 8)
+		psc_be_put(p, lens[i], 8);
+	if (inline_meta && meta_len)
+		memcpy(p, meta, meta_len);
+}
+
+int psc_van_frame_decode(const uint8_t *buf, size_t len,
+			 struct psc_van_frame *f, char *err, size_t errlen)
+{
+	uint32_t sender;
+	size_t want;
+
+	memset(f, 0, sizeof(*f));
+	if (len < PSC_VAN_HDR) {
+		snprintf(err, errlen, "frame of %zu bytes is shorter than "
+			 "its %d-byte header", len, PSC_VAN_HDR);
+		return -EPROTO;
+	}
+	if (psc_be_get(buf, 4) != PSC_VAN_MAGIC || buf[4] != PSC_VAN_VERSION) {
+		snprintf(err, errlen, "bad magic or version (%08llx v%u)",
+			 (unsigned long long)psc_be_get(buf, 4), buf[4]);
+		return -EPROTO;
+	}
+	f->flags = buf[5];
+	sender = (uint32_t)psc_be_get(buf + 8, 4);
+	f->meta_len = (uint32_t)psc_be_get(buf + 12, 4);
+	f->nseg = (uint32_t)psc_be_get(buf + 16, 4);
+	if ((f->flags & ~PSC_VAN_F_META_INLINE) || psc_be_get(buf + 6, 2) ||
+	    psc_be_get(buf + 20, 4)) {
+		snprintf(err, errlen, "unknown flags or nonzero reserved "
+			 "fields");
+		return -EPROTO;
+	}
+	if (sender != PSC_VAN_WIRE_NO_ID && sender > INT32_MAX) {
+		snprintf(err, errlen, "sender id %u out of range", sender);
+		return -EPROTO;
+	}
+	f->sender = sender == PSC_VAN_WIRE_NO_ID ? PS_COMM_VAN_NO_ID
+						  : (int)sender;
+	if (f->nseg > PSC_VAN_MAX_SEGS) {
+		snprintf(err, errlen, "%u segments, more than %d", f->nseg,
+			 PSC_VAN_MAX_SEGS);
+		return -EPROTO;
+	}
+	want = PSC_VAN_HDR + 8 * (size_t)f->nseg;
+	if (f->flags & PSC_VAN_F_META_INLINE)
+		want += f->meta_len;
+	if (want != len) {
+		snprintf(err, errlen, "frame of %zu bytes announces %zu", len,
+			 want);
+		return -EPROTO;
+	}
+	for (uint32_t i = 0; i < f->nseg; i++)
+		if (psc_be_get(buf + PSC_VAN_HDR + 8 * i, 8) >
+		    (uint64_t)PTRDIFF_MAX) {
+			snprintf(err, errlen, "segment %u is too long", i);
+			return -EPROTO;
+		}
+	f->lens = buf + PSC_VAN_HDR;
+	if (f->flags & PSC_VAN_F_META_INLINE)
+		f->meta = buf + PSC_VAN_HDR + 8 * (size_t)f->nseg;
+	return 0;
+}
+
+uint64_t psc_van_frame_seg_len(const struct psc_van_frame *f, uint32_t i)
+{
+	return psc_be_get(f->lens + 8 * (size_t)i, 8);
+}

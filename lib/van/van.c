@@ -1,0 +1,684 @@
+/*
+ * The van: node-id-keyed messaging for ps-lite-style parameter servers,
+ * built on a pscomm endpoint of its own and the usual progress engine.
+ * A van owns an internal communicator (context 0) whose peers are not
+ * ranks but node ids, added one at a time as connect fetches their
+ * addresses. A send posts a frame and its pieces under the destination's
+ * lock and returns; the buffers go back to the caller through a callback
+ * once the fabric is done with them (reaped by whichever thread is in a
+ * van call, usually the receiving one). A receive takes the next frame
+ * from any sender, then one malloc'd buffer per piece, handed out as is.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ps_comm/van.h"
+#include "van_int.h"
+
+/* How long stop lets outstanding sends finish before cancelling them. */
+#define DRAIN_MAX_SEC 10.0
+/* A blocked receive wakes this often to hand back finished sends. */
+#define REAP_SEC 0.05
+
+struct van_peer {
+	int id;
+	pthread_mutex_t send_lock; /* one message's pieces at a time */
+	fi_addr_t addr;		   /* under send_lock */
+	uint32_t slot;		   /* under send_lock */
+	uint8_t name[256];
+	size_t namelen;
+};
+
+/* One message in flight. */
+struct van_batch {
+	struct van_batch *next;
+	uint8_t *frame;
+	ps_comm_van_done_fn done;
+	void *arg;
+	int err;
+	size_t n;
+	ps_comm_request_t reqs[];
+};
+
+struct ps_comm_van {
+	pthread_mutex_t lock; /* peers, pending, bound */
+	struct ps_comm comm;  /* ep, ctx 0, params; rank and peers unused */
+	bool bound;
+	int my_id;	      /* atomic */
+	uint64_t job;
+	uint32_t next_slot;   /* atomic: slots handed out so far + 1 */
+	struct psc_van_server *server;
+	struct van_peer **peers;
+	size_t npeers, cap;
+	struct van_batch *pending;
+	ps_comm_request_t frame_req;
+	uint8_t frame_buf[PSC_VAN_FRAME_MAX];
+};
+
+void ps_comm_van_free(void *ptr)
+{
+	free(ptr);
+}
+
+void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
+{
+	if (!msg)
+		return;
+	for (size_t i = 0; i < msg->nseg; i++)
+		free(msg->segs[i].data);
+	free(msg->segs);
+	free(msg->meta);
+	memset(msg, 0, sizeof(*msg));
+	msg->sender = PS_COMM_VAN_NO_ID;
+}
+
+int ps_comm_van_create(ps_comm_van_t *out)
+{
+	struct ps_comm_van *v;
+	char err[256];
+
+	if (!out)
+		return PS_COMM_ERR_ARG;
+	*out = NULL;
+	psc_log_setup();
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return PS_COMM_ERR_NOMEM;
+	if (psc_params_load(&v->comm.params, err, sizeof(err)) != 0) {
+		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
+		free(v);
+		return PS_COMM_ERR_CONFIG;
+	}
+	pthread_mutex_init(&v->lock, NULL);
+	v->comm.rank = -1;
+	v->comm.op_timeout = v->comm.params.op_timeout;
+	v->my_id = PS_COMM_VAN_NO_ID;
+	v->next_slot = 1;
+	v->job = psc_store_job_id(&v->comm.params);
+	*out = v;
+	return 0;
+}
+
+const char *ps_comm_van_provider(ps_comm_van_t v)
+{
+	return v ? v->comm.provider : "";
+}
+
+int ps_comm_van_set_id(ps_comm_van_t v, int node_id)
+{
+	if (!v || node_id < PS_COMM_VAN_NO_ID)
+		return PS_COMM_ERR_ARG;
+	__atomic_store_n(&v->my_id, node_id, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* The interface holding host, for IP providers; false: no preference. */
+static bool host_iface(const struct ps_comm_van *v, const char *host,
+		       struct psc_iface *iface)
+{
+	struct sockaddr_storage ss;
+	struct psc_hostport hp;
+	socklen_t sl;
+	char err[512];
+
+	memset(&hp, 0, sizeof(hp));
+	if (host && *host && strcmp(host, "*") != 0 &&
+	    strlen(host) < sizeof(hp.host)) {
+		snprintf(hp.host, sizeof(hp.host), "%s", host);
+		if (psc_resolve(&hp, &ss, &sl, err, sizeof(err)) != 0)
+			return false;
+		return psc_iface_choose(v->comm.params.ifname,
+					(struct sockaddr *)&ss, AF_UNSPEC,
+					iface, err, sizeof(err)) == 0;
+	}
+	return psc_iface_choose(v->comm.params.ifname, NULL, AF_UNSPEC, iface,
+				err, sizeof(err)) == 0;
+}
+
+int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
+		     int max_retry, int *bound)
+{
+	struct psc_ep_config cfg = {&v->comm.params, NULL, -1};
+	struct psc_van_served what;
+	struct psc_iface iface;
+	char err[1024];
+	int rc;
+
+	if (!v || !bound || port < 0 || port > 65535 || max_retry < 0 ||
+	    v->bound)
+		return PS_COMM_ERR_ARG;
+	if (host_iface(v, host, &iface))
+		cfg.iface = &iface;
+	rc = psc_ep_acquire_exclusive(&v->comm.ep, &cfg, err, sizeof(err));
+	if (rc) {
+		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
+		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
+	}
+	v->comm.ctx = 0;
+	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
+		 v->comm.ep->info->fabric_attr->prov_name);
+	what.job = v->job;
+	what.provider = v->comm.provider;
+	what.name = v->comm.ep->name;
+	what.namelen = v->comm.ep->namelen;
+	what.next_slot = &v->next_slot;
+	rc = psc_van_serve(&v->server, host, port, max_retry > 0,
+			   v->comm.params.port_range, &what, bound, err,
+			   sizeof(err));
+	if (rc) {
+		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
+		psc_ep_release(v->comm.ep);
+		v->comm.ep = NULL;
+		return rc == -EADDRINUSE ? PS_COMM_ERR_SYSTEM
+					 : psc_err_from_fi(rc);
+	}
+	v->comm.aborted = false;
+	v->bound = true;
+	psc_log(PSC_LOG_INFO, -1, "van: provider %s, address served on port "
+		"%d", v->comm.provider, *bound);
+	return 0;
+}
+
+/* The peer with this id, or NULL. v->lock held. */
+static struct van_peer *peer_find(struct ps_comm_van *v, int id)
+{
+	for (size_t i = 0; i < v->npeers; i++)
+		if (v->peers[i]->id == id)
+			return v->peers[i];
+	return NULL;
+}
+
+/* The peer with this id, created when new. v->lock held. */
+static struct van_peer *peer_get(struct ps_comm_van *v, int id)
+{
+	struct van_peer *p = peer_find(v, id), **grown;
+
+	if (p)
+		return p;
+	if (v->npeers == v->cap) {
+		size_t cap = v->cap ? 2 * v->cap : 16;
+
+		grown = realloc(v->peers, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		v->peers = grown;
+		v->cap = cap;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->id = id;
+	p->addr = FI_ADDR_NOTAVAIL;
+	pthread_mutex_init(&p->send_lock, NULL);
+	v->peers[v->npeers++] = p;
+	return p;
+}
+
+int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
+			int port)
+{
+	uint8_t name[256];
+	size_t namelen = sizeof(name);
+	fi_addr_t addr = FI_ADDR_NOTAVAIL;
+	struct van_peer *p;
+	uint32_t slot;
+	char err[512];
+	int rc;
+
+	if (!v || node_id < 0 || !host || port <= 0 || port > 65535 ||
+	    !v->bound)
+		return PS_COMM_ERR_ARG;
+	rc = psc_van_fetch(host, port, v->job, v->comm.provider,
+			   psc_now() + v->comm.params.timeout, &slot, name,
+			   &namelen, err, sizeof(err));
+	if (rc) {
+		psc_log(PSC_LOG_ERROR, -1, "van: connecting node %d at %s:%d: "
+			"%s", node_id, host, port, err);
+		return rc == -ETIMEDOUT ? PS_COMM_ERR_TIMEOUT
+		       : rc == -EBADE	? PS_COMM_ERR_MISMATCH
+		       : rc == -EPROTO	? PS_COMM_ERR_PROTO
+		       : rc == -EINVAL	? PS_COMM_ERR_ARG
+					: PS_COMM_ERR_PEER;
+	}
+	pthread_mutex_lock(&v->lock);
+	p = peer_get(v, node_id);
+	if (!p) {
+		pthread_mutex_unlock(&v->lock);
+		return PS_COMM_ERR_NOMEM;
+	}
+	pthread_mutex_lock(&p->send_lock);
+	/* The same endpoint again keeps its AV entry; a new one replaces. */
+	if (p->namelen != namelen || memcmp(p->name, name, namelen) != 0) {
+		rc = psc_ep_av_insert(v->comm.ep, name, &addr);
+		if (!rc) {
+			p->addr = addr;
+			memcpy(p->name, name, namelen);
+			p->namelen = namelen;
+		}
+	}
+	if (!rc)
+		p->slot = slot;
+	pthread_mutex_unlock(&p->send_lock);
+	pthread_mutex_unlock(&v->lock);
+	if (rc) {
+		psc_log(PSC_LOG_ERROR, -1, "van: fi_av_insert for node %d: %s",
+			node_id, fi_strerror(-rc));
+		return PS_COMM_ERR_PROVIDER;
+	}
+	psc_log(PSC_LOG_DEBUG, -1, "van: node %d at %s:%d, slot %u", node_id,
+		host, port, slot);
+	return 0;
+}
+
+/* ------------------------------------------------------------ sends */
+
+static bool batch_done(const struct van_batch *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		if (b->reqs[i] && !psc_req_done(b->reqs[i]))
+			return false;
+	return true;
+}
+
+/* Free b's requests and frame and tell its owner. */
+static void batch_finish(struct van_batch *b, double deadline)
+{
+	int err = b->err;
+
+	for (size_t i = 0; i < b->n; i++)
+		if (b->reqs[i]) {
+			int rc = psc_wait(&b->reqs[i], NULL, deadline);
+
+			if (rc && !err)
+				err = rc;
+		}
+	free(b->frame);
+	if (b->done)
+		b->done(b->arg, err);
+	free(b);
+}
+
+/* Hand back every finished send. Never called with v->lock held. */
+static void reap(struct ps_comm_van *v)
+{
+	struct van_batch *done = NULL, **pp, *b;
+
+	pthread_mutex_lock(&v->lock);
+	for (pp = &v->pending; (b = *pp) != NULL;) {
+		if (batch_done(b)) {
+			*pp = b->next;
+			b->next = done;
+			done = b;
+		} else {
+			pp = &b->next;
+		}
+	}
+	pthread_mutex_unlock(&v->lock);
+	while ((b = done) != NULL) {
+		done = b->next;
+		batch_finish(b, 0);
+	}
+}
+
+/* Post the frame and pieces of b to p in order. p->send_lock held. */
+static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
+		       struct van_batch *b, size_t flen, const void *meta,
+		       size_t meta_len, bool inline_meta,
+		       const ps_comm_van_seg_t *segs, size_t nseg)
+{
+	size_t k = 0;
+	int rc;
+
+	if (p->addr == FI_ADDR_NOTAVAIL)
+		return PS_COMM_ERR_PEER;
+	rc = psc_isend_to(&v->comm, PSC_PROTO_VAN, b->frame, flen, p->addr,
+			  p->slot, PSC_VAN_TAG_FRAME, &b->reqs[k++]);
+	if (!rc && !inline_meta)
+		rc = psc_isend_to(&v->comm, PSC_PROTO_VAN, meta, meta_len,
+				  p->addr, p->slot, PSC_VAN_TAG_PIECE,
+				  &b->reqs[k++]);
+	for (size_t i = 0; !rc && i < nseg; i++)
+		rc = psc_isend_to(&v->comm, PSC_PROTO_VAN, segs[i].data,
+				  segs[i].len, p->addr, p->slot,
+				  PSC_VAN_TAG_PIECE, &b->reqs[k++]);
+	return rc;
+}
+
+/* Build the batch of a message: its frame and room for its requests. */
+static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
+				   size_t meta_len,
+				   const ps_comm_van_seg_t *segs, size_t nseg,
+				   size_t *flen, bool *inline_meta)
+{
+	size_t lens[PSC_VAN_MAX_SEGS];
+	struct van_batch *b;
+
+	*flen = psc_van_frame_size(meta_len, nseg, inline_meta);
+	b = calloc(1, sizeof(*b) + (nseg + 2) * sizeof(b->reqs[0]));
+	if (!b)
+		return NULL;
+	b->frame = malloc(*flen);
+	if (!b->frame) {
+		free(b);
+		return NULL;
+	}
+	for (size_t i = 0; i < nseg; i++)
+		lens[i] = segs[i].len;
+	psc_van_frame_encode(b->frame, __atomic_load_n(&v->my_id,
+						       __ATOMIC_RELAXED),
+			     meta, meta_len, *inline_meta, lens, nseg);
+	b->n = nseg + 2;
+	return b;
+}
+
+/* Push posted sends along now: the receiving thread may be asleep. */
+static void kick(struct ps_comm_van *v)
+{
+	if (pthread_mutex_trylock(&v->comm.ep->lock) == 0) {
+		psc_progress(v->comm.ep);
+		pthread_mutex_unlock(&v->comm.ep->lock);
+	}
+}
+
+int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
+		     size_t meta_len, const ps_comm_van_seg_t *segs,
+		     size_t nseg, ps_comm_van_done_fn done, void *arg)
+{
+	struct van_batch *b;
+	struct van_peer *p;
+	bool inline_meta;
+	size_t flen;
+	int rc;
+
+	if (!v || !v->bound || (!meta && meta_len) || (!segs && nseg) ||
+	    nseg > PSC_VAN_MAX_SEGS || meta_len > UINT32_MAX)
+		return PS_COMM_ERR_ARG;
+	for (size_t i = 0; i < nseg; i++)
+		if ((!segs[i].data && segs[i].len) ||
+		    segs[i].len > (size_t)PTRDIFF_MAX)
+			return PS_COMM_ERR_ARG;
+	reap(v);
+	b = batch_new(v, meta, meta_len, segs, nseg, &flen, &inline_meta);
+	if (!b) {
+		if (done)
+			done(arg, PS_COMM_ERR_NOMEM);
+		return PS_COMM_ERR_NOMEM;
+	}
+	b->done = done;
+	b->arg = arg;
+	pthread_mutex_lock(&v->lock);
+	p = peer_find(v, node_id);
+	pthread_mutex_unlock(&v->lock);
+	if (!p) {
+		psc_log(PSC_LOG_WARN, -1, "van: send to node %d, which was "
+			"never connected", node_id);
+		rc = PS_COMM_ERR_PEER;
+	} else {
+		/* Peers live until stop, which no send may overlap. */
+		pthread_mutex_lock(&p->send_lock);
+		rc = post_pieces(v, p, b, flen, meta, meta_len, inline_meta,
+				 segs, nseg);
+		pthread_mutex_unlock(&p->send_lock);
+	}
+	b->err = rc;
+	pthread_mutex_lock(&v->lock);
+	b->next = v->pending;
+	v->pending = b;
+	pthread_mutex_unlock(&v->lock);
+	kick(v);
+	reap(v);
+	return rc;
+}
+
+/* --------------------------------------------------------- receives */
+
+struct recv_wait {
+	struct ps_comm_van *v;
+	ps_comm_request_t *reqs;
+	size_t n;
+};
+
+/* Done when every request is. */
+static bool all_done(void *arg)
+{
+	struct recv_wait *w = arg;
+	bool all = true;
+
+	for (size_t i = 0; all && i < w->n; i++)
+		all = !w->reqs[i] || psc_req_done(w->reqs[i]);
+	return all;
+}
+
+/*
+ * Wait for n receives, handing back finished sends meanwhile. Returns 0
+ * or -ETIMEDOUT once deadline (0 = none) passes.
+ */
+static int wait_recvs(struct ps_comm_van *v, ps_comm_request_t *reqs,
+		      size_t n, double deadline)
+{
+	struct recv_wait w = {v, reqs, n};
+
+	for (;;) {
+		double step = psc_now() + REAP_SEC;
+
+		if (deadline > 0 && step > deadline)
+			step = deadline;
+		if (psc_ep_wait(v->comm.ep, all_done, &w, step) == 0) {
+			reap(v);
+			return 0;
+		}
+		reap(v);
+		if (deadline > 0 && psc_now() >= deadline)
+			return -ETIMEDOUT;
+	}
+}
+
+static int post_frame_recv(struct ps_comm_van *v)
+{
+	return psc_irecv(&v->comm, PSC_PROTO_VAN, v->frame_buf,
+			 sizeof(v->frame_buf), -1, PSC_VAN_TAG_FRAME,
+			 &v->frame_req);
+}
+
+/* Whether this van handed out slot (to someone who fetched its address). */
+static bool slot_known(const struct ps_comm_van *v, uint32_t slot)
+{
+	uint32_t next = __atomic_load_n(&v->next_slot, __ATOMIC_RELAXED);
+
+	/* Once the counter wrapped, every nonzero slot has been issued. */
+	return slot != 0 && slot <= PSC_VAN_SLOT_MAX &&
+	       (next > PSC_VAN_SLOT_MAX + 1 || slot < next);
+}
+
+/* Post one receive per piece of frame f from slot into msg's buffers. */
+static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
+			    const struct psc_van_frame *f,
+			    ps_comm_van_msg_t *msg, ps_comm_request_t *reqs,
+			    size_t *n)
+{
+	int rc = 0;
+
+	*n = 0;
+	msg->meta = malloc(f->meta_len ? f->meta_len : 1);
+	msg->segs = f->nseg ? calloc(f->nseg, sizeof(*msg->segs)) : NULL;
+	if (!msg->meta || (f->nseg && !msg->segs))
+		return PS_COMM_ERR_NOMEM;
+	msg->meta_len = f->meta_len;
+	if (f->meta)
+		memcpy(msg->meta, f->meta, f->meta_len);
+	else
+		rc = psc_irecv(&v->comm, PSC_PROTO_VAN, msg->meta, f->meta_len,
+			       (int)slot, PSC_VAN_TAG_PIECE, &reqs[(*n)++]);
+	for (uint32_t i = 0; !rc && i < f->nseg; i++) {
+		size_t len = (size_t)psc_van_frame_seg_len(f, i);
+		void *buf = len ? malloc(len) : NULL;
+
+		if (len && !buf)
+			return PS_COMM_ERR_NOMEM;
+		msg->segs[i].data = buf;
+		msg->segs[i].len = len;
+		msg->nseg = i + 1;
+		rc = psc_irecv(&v->comm, PSC_PROTO_VAN, buf, len, (int)slot,
+			       PSC_VAN_TAG_PIECE, &reqs[(*n)++]);
+	}
+	return rc;
+}
+
+/* Receive the pieces announced by frame bytes fb (len bytes) from slot. */
+static int recv_message(struct ps_comm_van *v, uint32_t slot,
+			const uint8_t *fb, size_t len, ps_comm_van_msg_t *msg)
+{
+	ps_comm_request_t *reqs = NULL;
+	struct psc_van_frame f;
+	ps_comm_status_t st;
+	bool abandoned = false;
+	size_t n = 0;
+	char err[256];
+	int rc;
+
+	rc = psc_van_frame_decode(fb, len, &f, err, sizeof(err));
+	if (rc) {
+		psc_log(PSC_LOG_WARN, -1, "van: dropping a malformed frame from "
+			"slot %u: %s", slot, err);
+		return PS_COMM_ERR_PROTO;
+	}
+	msg->sender = f.sender;
+	reqs = calloc(f.nseg + 1, sizeof(*reqs));
+	if (!reqs)
+		return PS_COMM_ERR_NOMEM;
+	rc = post_pieces_recv(v, slot, &f, msg, reqs, &n);
+	/* The next frame may arrive while these pieces do. */
+	if (!v->frame_req && post_frame_recv(v) != 0)
+		psc_log(PSC_LOG_ERROR, -1, "van: cannot post a receive");
+	if (!rc && wait_recvs(v, reqs, n, psc_comm_op_deadline(&v->comm)))
+		rc = PS_COMM_ERR_TIMEOUT;
+	for (size_t i = 0; i < n; i++) {
+		int e = PS_COMM_ERR_TIMEOUT;
+
+		if (psc_req_done(reqs[i])) {
+			e = psc_wait(&reqs[i], &st, 0);
+		} else {
+			/* Still held by the provider: leave its buffer be. */
+			abandoned |= psc_req_cancel(&reqs[i]) != 0;
+		}
+		if (!rc && e)
+			rc = e;
+	}
+	free(reqs);
+	if (!rc)
+		return 0;
+	psc_log(PSC_LOG_WARN, -1, "van: dropping a message from node %d: %s",
+		f.sender, ps_comm_strerror(rc));
+	/* A cancelled receive may still land: leave its buffers alone. */
+	if (abandoned)
+		memset(msg, 0, sizeof(*msg));
+	return rc;
+}
+
+int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
+{
+	uint8_t fb[PSC_VAN_FRAME_MAX];
+	ps_comm_status_t st;
+	int rc;
+
+	if (!v || !msg || !v->bound)
+		return PS_COMM_ERR_ARG;
+	memset(msg, 0, sizeof(*msg));
+	for (;;) {
+		if (!v->frame_req) {
+			rc = post_frame_recv(v);
+			if (rc)
+				return rc;
+		}
+		wait_recvs(v, &v->frame_req, 1, 0);
+		rc = psc_wait(&v->frame_req, &st, 0);
+		if (rc) {
+			psc_log(PSC_LOG_WARN, -1, "van: dropping a frame: %s",
+				ps_comm_strerror(rc));
+			continue;
+		}
+		if (!slot_known(v, (uint32_t)st.source)) {
+			psc_log(PSC_LOG_WARN, -1, "van: dropping a frame from "
+				"unknown sender slot %d", st.source);
+			continue;
+		}
+		memcpy(fb, v->frame_buf, st.len);
+		rc = recv_message(v, (uint32_t)st.source, fb, st.len, msg);
+		if (rc == 0)
+			return 0;
+		ps_comm_van_msg_release(msg);
+	}
+}
+
+/* ------------------------------------------------------------- stop */
+
+static bool no_pending(void *arg)
+{
+	struct ps_comm_van *v = arg;
+	bool none = true;
+
+	pthread_mutex_lock(&v->lock);
+	for (struct van_batch *b = v->pending; none && b; b = b->next)
+		none = batch_done(b);
+	pthread_mutex_unlock(&v->lock);
+	return none;
+}
+
+int ps_comm_van_stop(ps_comm_van_t v)
+{
+	double drain = DRAIN_MAX_SEC;
+	struct van_batch *b;
+	int rc = 0;
+
+	if (!v)
+		return PS_COMM_ERR_ARG;
+	if (!v->bound)
+		return 0;
+	psc_van_unserve(v->server);
+	v->server = NULL;
+	if (v->comm.op_timeout > 0 && v->comm.op_timeout < drain)
+		drain = v->comm.op_timeout;
+	if (psc_ep_wait(v->comm.ep, no_pending, v, psc_now() + drain) != 0) {
+		psc_log(PSC_LOG_WARN, -1, "van: stop cancels sends that did "
+			"not finish within %g s", drain);
+		rc = PS_COMM_ERR_TIMEOUT;
+	}
+	if (v->frame_req)
+		psc_req_cancel(&v->frame_req);
+	/* Cancel what is left; the buffers are free once the ep is closed. */
+	for (b = v->pending; b; b = b->next)
+		for (size_t i = 0; i < b->n; i++)
+			if (b->reqs[i] && psc_req_done(b->reqs[i])) {
+				psc_wait(&b->reqs[i], NULL, 0);
+			} else if (b->reqs[i]) {
+				psc_req_cancel(&b->reqs[i]);
+				b->err = PS_COMM_ERR_CANCELED;
+			}
+	psc_ep_release(v->comm.ep);
+	v->comm.ep = NULL;
+	while ((b = v->pending) != NULL) {
+		v->pending = b->next;
+		b->n = 0; /* requests went with the endpoint */
+		batch_finish(b, 0);
+	}
+	for (size_t i = 0; i < v->npeers; i++) {
+		pthread_mutex_destroy(&v->peers[i]->send_lock);
+		free(v->peers[i]);
+	}
+	v->npeers = 0;
+	v->bound = false;
+	v->comm.provider[0] = '\0';
+	return rc;
+}
+
+void ps_comm_van_destroy(ps_comm_van_t v)
+{
+	if (!v)
+		return;
+	ps_comm_van_stop(v);
+	free(v->peers);
+	pthread_mutex_destroy(&v->lock);
+	free(v);
+}

@@ -1,0 +1,113 @@
+/*
+ * Internal contracts of the van (lib/van/): the frame that opens every
+ * message, and the TCP exchange that hands out a van's fabric address.
+ *
+ * On the fabric, a message is a frame (tag user field PSC_VAN_TAG_FRAME)
+ * followed by its pieces (PSC_VAN_TAG_PIECE): the meta when it did not fit
+ * the frame, then each data segment. Every piece carries, in the tag's
+ * rank field, the "slot" that the receiver handed to the sender when the
+ * sender fetched its address; slots are unique per receiver, so pieces of
+ * different senders never mix, also between senders that have no node id
+ * yet. Pieces of one sender arrive in order (pscomm never lets messages of
+ * one source and tag overtake each other), so the receiver posts, after a
+ * frame, one receive per piece from that slot.
+ */
+#ifndef PSC_VAN_INT_H
+#define PSC_VAN_INT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "psc.h"
+
+#define PSC_VAN_TAG_FRAME 0
+#define PSC_VAN_TAG_PIECE 1
+
+/* Frame layout, big-endian: see psc_van_frame_encode. */
+#define PSC_VAN_MAGIC 0x50534356u /* "PSCV" */
+#define PSC_VAN_VERSION 1
+#define PSC_VAN_HDR 24
+#define PSC_VAN_FRAME_MAX 8192
+/* At most this many segments: their lengths must fit one frame. */
+#define PSC_VAN_MAX_SEGS ((PSC_VAN_FRAME_MAX - PSC_VAN_HDR) / 8)
+#define PSC_VAN_F_META_INLINE 0x1
+#define PSC_VAN_WIRE_NO_ID 0xffffffffu
+
+/* Slots are 1 .. PSC_VAN_SLOT_MAX; 0 is never handed out. */
+#define PSC_VAN_SLOT_MAX ((1u << PSC_TAG_RANK_BITS) - 1)
+
+/* A decoded frame; pointers point into the bytes it was decoded from. */
+struct psc_van_frame {
+	int sender;	     /* node id or PS_COMM_VAN_NO_ID (-1) */
+	unsigned flags;
+	uint32_t meta_len;
+	uint32_t nseg;
+	const uint8_t *lens; /* nseg big-endian u64 */
+	const uint8_t *meta; /* inline meta, or NULL */
+};
+
+/*
+ * Bytes of the frame for a message of nseg segments and meta_len bytes of
+ * meta; *inline_meta tells whether the meta rides in it.
+ */
+size_t psc_van_frame_size(size_t meta_len, size_t nseg, bool *inline_meta);
+
+/*
+ * Write the frame into buf (psc_van_frame_size bytes): magic u32, version
+ * u8, flags u8, zero u16, sender u32 (PSC_VAN_WIRE_NO_ID for none),
+ * meta_len u32, nseg u32, zero u32, nseg lengths u64, inline meta.
+ */
+void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
+			  size_t meta_len, bool inline_meta,
+			  const size_t *lens, size_t nseg);
+
+/*
+ * Validate len bytes as a frame: magic, version, flags, sender, segment
+ * count, and a total length that matches exactly. Returns 0, or -EPROTO
+ * with the reason in err. Never reads outside buf.
+ */
+int psc_van_frame_decode(const uint8_t *buf, size_t len,
+			 struct psc_van_frame *f, char *err, size_t errlen);
+
+/* Length of segment i of a decoded frame. */
+uint64_t psc_van_frame_seg_len(const struct psc_van_frame *f, uint32_t i);
+
+/* The address server: one thread answering fetches on a listening fd. */
+struct psc_van_server;
+
+/* What a served van answers with. */
+struct psc_van_served {
+	uint64_t job;		/* psc_store_job_id: foreign jobs refused */
+	const char *provider;	/* the endpoint's provider name */
+	const uint8_t *name;	/* its fabric address */
+	size_t namelen;
+	uint32_t *next_slot;	/* the van's slot counter (atomic) */
+};
+
+/*
+ * Listen on host:port (host's address family; the wildcard address) and
+ * start the thread that answers each fetch with a new slot and the
+ * fabric address. port 0 or a taken port with retry: a port from range,
+ * else any. *bound receives the port. Returns 0 or a negative errno with
+ * err filled. what must outlive the server.
+ */
+int psc_van_serve(struct psc_van_server **out, const char *host, int port,
+		  bool retry, const char *range,
+		  const struct psc_van_served *what, int *bound, char *err,
+		  size_t errlen);
+
+/* Stop the thread and close the socket. NULL is ignored. */
+void psc_van_unserve(struct psc_van_server *s);
+
+/*
+ * Fetch the address served at host:port before deadline: *slot gets the
+ * slot to send with, name/namelen (namelen in: room) the fabric address.
+ * The answer must come from the same job and provider. Returns 0,
+ * -ETIMEDOUT, -EBADE (mismatch), -EPROTO, or another negative errno, with
+ * err filled.
+ */
+int psc_van_fetch(const char *host, int port, uint64_t job,
+		  const char *provider, double deadline, uint32_t *slot,
+		  uint8_t *name, size_t *namelen, char *err, size_t errlen);
+
+#endif /* PSC_VAN_INT_H */

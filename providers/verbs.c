@@ -1,0 +1,69 @@
+/*
+ * verbs: InfiniBand, RoCE and iWARP NICs through libibverbs, as
+ * "verbs;ofi_rxm" (reliable connections under the rxm utility layer, the
+ * usual choice) or "verbs;ofi_rxd" (datagrams under rxd). One entry per
+ * RDMA device and port. The link family comes from the entry: iWARP
+ * fabrics are named "Ethernet-iWARP", IB and RoCE share "IB-0x<prefix>"
+ * and differ by the NIC's network type.
+ *
+ * What the attributes say and pscomm honours: FI_MR_LOCAL is kept only
+ * when offered, and then every buffer needs a descriptor; registered
+ * pages are pinned, so RLIMIT_MEMLOCK must be high; data progress is
+ * manual under rxm; iWARP reports cq_data_size 0, so nothing may ride in
+ * CQ data there. Pitfalls kept as data below: the RoCE GID index on
+ * ports with several GIDs, fork() after opening the device, and the rxm
+ * eager limit, which must be identical on every rank (bootstrap compares
+ * it). The NIC is not tied to the bootstrap interface: pscomm prefers the
+ * device nearest to the process unless FI_VERBS_IFACE pins one.
+ */
+#include <string.h>
+
+#include "provider.h"
+
+static const struct psc_tunable verbs_tunables[] = {
+	{"FI_VERBS_GID_IDX", "RoCE: GID index on ports with several GIDs "
+			     "(RoCE v1/v2, IPv4/IPv6); every rank must use "
+			     "the same RoCE version (`show_gids`)"},
+	{"FI_VERBS_IFACE", "netdev (prefix) of the RDMA device; default ib"},
+	{"FI_VERBS_DEVICE_NAME", "use only this RDMA device (e.g. mlx5_0)"},
+	{"FI_VERBS_INLINE_SIZE", "bytes sent inline; sets the inject size"},
+	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit (~16 KiB); must be the "
+				   "same on every rank"},
+	{"FI_OFI_RXM_SAR_LIMIT", "largest segmented message before "
+				 "rendezvous (128 KiB)"},
+	{"FI_OFI_RXM_USE_SRX", "1: shared receive context, saves memory in "
+			       "large jobs"},
+	{"FI_UNIVERSE_SIZE", "peers rxm sizes its queues for (256); set it "
+			     "to the job size when larger"},
+	{"RDMAV_FORK_SAFE", "1 before the device is opened if the program "
+			    "forks (pscomm sets it)"},
+	{NULL, "iWARP: cq_data_size is 0, so nothing travels in CQ data"},
+	{NULL, "RoCE: needs a lossless or congestion-controlled Ethernet "
+	       "(PFC or ECN/DCQCN) for full speed"},
+	{NULL, NULL},
+};
+
+static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
+{
+	psc_generic_derive_caps(info, c);
+	/* Every memory region, including rxm's own buffers, is pinned. */
+	c->needs_memlock = true;
+	c->fork_unsafe = true;
+	c->same_eager_limit = strstr(info->fabric_attr->prov_name,
+				     "ofi_rxm") != NULL;
+	/* iWARP has no immediate data; never trust CQ data for tags. */
+	if (c->link == PSC_LINK_IWARP)
+		c->cq_data_size = 0;
+}
+
+const struct psc_provider_ops psc_verbs_ops = {
+	.size = sizeof(struct psc_provider_ops),
+	.name = "verbs",
+	.derive_caps = verbs_derive_caps,
+	.tunables = verbs_tunables,
+	.iface_env = "FI_VERBS_IFACE",
+	.fork_env = "RDMAV_FORK_SAFE",
+	.missing_hint = "no RDMA device; for RoCE load rdma_rxe or install "
+			"the NIC driver (rdma-core, `ibv_devices` lists "
+			"devices)",
+};

@@ -1,0 +1,35 @@
+#!/bin/sh
+# The collectives suite: the full matrix on tcp and shm over 1 to 8 ranks
+# (3, 5, 6 and 7 included), a 64 MiB run, deterministic mode and
+# mismatched arguments; a quick subset on sockets and udp.
+. "${srcdir:-.}/tests/mp/common.sh"
+SUITE="$top_builddir/tests/mp/coll_suite"
+providers=${PSC_TEST_PROVIDERS:-tcp shm udp sockets}
+want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
+
+for prov in tcp shm; do
+	want "$prov" || continue
+	for n in 1 2 3 4 5 6 7 8; do
+		q=
+		# 7 and 8 ranks on 2 cores: the quick matrix.
+		[ "$n" -ge 7 ] && q=--quick
+		run_ranks "collectives" "$n" "$prov" 400 "$SUITE" $q
+	done
+	run_ranks "collectives, 64 MiB" 4 "$prov" 400 "$SUITE" --large
+	for n in 3 4; do
+		PS_COMM_DETERMINISTIC=1 \
+			run_ranks "collectives, deterministic" "$n" "$prov" 400 \
+			"$SUITE" --det
+	done
+	PS_COMM_OP_TIMEOUT=3 \
+		run_ranks "collectives, mismatched arguments" 3 "$prov" 120 \
+		"$SUITE" --mismatch
+	PS_COMM_MAX_MSG_SIZE=4096 \
+		run_ranks "collectives, max_msg_size 4 KiB" 3 "$prov" 400 \
+		"$SUITE" --quick
+done
+for prov in sockets udp; do
+	want "$prov" || continue
+	run_ranks "collectives (quick)" 3 "$prov" 400 "$SUITE" --quick
+done
+finish

@@ -1,0 +1,502 @@
+/*
+ * Unit tests for the van (lib/van/), with several vans in one process on
+ * whatever provider FI_PROVIDER selects (tests/mp/van.sh runs this on tcp
+ * and shm): the frame codec and its refusals; the scheduler's fixed port
+ * and a taken port with and without retry; self-sends; connecting again
+ * and again; a node sending before it has an id; eight threads sending
+ * while one receives, checked for order and content; segments of 0 B,
+ * 1 B and 64 MiB compared bitwise; stop then bind again; malformed
+ * frames and unknown senders dropped while the van keeps working; and a
+ * connect to a host that never answers failing after PS_COMM_TIMEOUT.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "ps_comm/van.h"
+#include "psc.h"
+#include "van/van_int.h"
+
+#define HOST "127.0.0.1"
+
+/* A bound van with its port. */
+struct node {
+	ps_comm_van_t van;
+	int port;
+};
+
+static void node_up(struct node *n, int id)
+{
+	ck_assert_int_eq(ps_comm_van_create(&n->van), 0);
+	ck_assert_int_eq(ps_comm_van_bind(n->van, HOST, 0, 1, &n->port), 0);
+	ck_assert_int_gt(n->port, 0);
+	ck_assert_int_eq(ps_comm_van_set_id(n->van, id), 0);
+}
+
+/* Send meta "tag" plus segments, from static or long-lived buffers. */
+static void send_text(struct node *from, int to, const char *meta,
+		      const ps_comm_van_seg_t *segs, size_t nseg)
+{
+	ck_assert_int_eq(ps_comm_van_send(from->van, to, meta, strlen(meta),
+					  segs, nseg, NULL, NULL), 0);
+}
+
+/* Receive one message and check its meta text and sender. */
+static void expect(struct node *at, int sender, const char *meta,
+		   ps_comm_van_msg_t *m)
+{
+	ck_assert_int_eq(ps_comm_van_recv(at->van, m), 0);
+	ck_assert_int_eq(m->sender, sender);
+	ck_assert_uint_eq(m->meta_len, strlen(meta));
+	ck_assert(memcmp(m->meta, meta, m->meta_len) == 0);
+}
+
+/* ------------------------------------------------------------ frame */
+
+START_TEST(test_frame_roundtrip)
+{
+	size_t lens[3] = {0, 1, (size_t)64 << 20};
+	uint8_t buf[PSC_VAN_FRAME_MAX];
+	struct psc_van_frame f;
+	char err[128];
+	bool inl;
+	size_t n = psc_van_frame_size(5, 3, &inl);
+
+	ck_assert(inl);
+	psc_van_frame_encode(buf, 9, "hello", 5, inl, lens, 3);
+	ck_assert_int_eq(psc_van_frame_decode(buf, n, &f, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(f.sender, 9);
+	ck_assert_uint_eq(f.nseg, 3);
+	ck_assert_uint_eq(psc_van_frame_seg_len(&f, 2), lens[2]);
+	ck_assert(memcmp(f.meta, "hello", 5) == 0);
+	psc_van_frame_encode(buf, PS_COMM_VAN_NO_ID, "x", 1, true, NULL, 0);
+	ck_assert_int_eq(psc_van_frame_decode(buf, PSC_VAN_HDR + 1, &f, err,
+					      sizeof(err)), 0);
+	ck_assert_int_eq(f.sender, PS_COMM_VAN_NO_ID);
+	/* Too big a meta travels on its own. */
+	psc_van_frame_size(PSC_VAN_FRAME_MAX, 0, &inl);
+	ck_assert(!inl);
+}
+END_TEST
+
+START_TEST(test_frame_refused)
+{
+	size_t lens[1] = {7};
+	uint8_t buf[64], bad[64];
+	struct psc_van_frame f;
+	char err[128];
+	size_t n = PSC_VAN_HDR + 8 + 2;
+
+	psc_van_frame_encode(buf, 1, "ab", 2, true, lens, 1);
+	/* Every truncation and any extra byte. */
+	for (size_t len = 0; len < n; len++)
+		ck_assert_int_eq(psc_van_frame_decode(buf, len, &f, err,
+						      sizeof(err)), -EPROTO);
+	ck_assert_int_eq(psc_van_frame_decode(buf, n + 1, &f, err,
+					      sizeof(err)), -EPROTO);
+	/* Each header byte flipped: magic, version, flags, reserved, ids. */
+	for (size_t i = 0; i < PSC_VAN_HDR; i++) {
+		int rc;
+
+		memcpy(bad, buf, n);
+		bad[i] ^= 0x80;
+		rc = psc_van_frame_decode(bad, n, &f, err, sizeof(err));
+		/* The sender's low bytes and a meta length change are legal. */
+		if (i >= 9 && i < 12)
+			continue;
+		ck_assert_msg(rc == -EPROTO, "byte %zu accepted", i);
+	}
+	/* Too many segments. */
+	memcpy(bad, buf, n);
+	psc_be_put(bad + 16, PSC_VAN_MAX_SEGS + 1, 4);
+	ck_assert_int_eq(psc_van_frame_decode(bad, n, &f, err, sizeof(err)),
+			 -EPROTO);
+}
+END_TEST
+
+/* ------------------------------------------------------------- bind */
+
+START_TEST(test_bind_ports)
+{
+	struct node a, b;
+	ps_comm_van_t c;
+	int port = -1, again = -1;
+
+	node_up(&a, 1);
+	ck_assert_int_eq(ps_comm_van_create(&c), 0);
+	/* The scheduler insists on its port: taken, it fails. */
+	ck_assert_int_ne(ps_comm_van_bind(c, HOST, a.port, 0, &port), 0);
+	/* Others take another one. */
+	ck_assert_int_eq(ps_comm_van_bind(c, HOST, a.port, 3, &port), 0);
+	ck_assert_int_ne(port, a.port);
+	ck_assert_int_eq(ps_comm_van_bind(c, HOST, 0, 3, &again),
+			 PS_COMM_ERR_ARG);
+	ps_comm_van_destroy(c);
+	/* A free port asked for exactly is the port served. */
+	ck_assert_int_eq(ps_comm_van_create(&b.van), 0);
+	ck_assert_int_eq(ps_comm_van_bind(b.van, HOST, port, 0, &b.port), 0);
+	ck_assert_int_eq(b.port, port);
+	ps_comm_van_destroy(b.van);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/* --------------------------------------------- self, reconnect, no id */
+
+START_TEST(test_self_and_reconnect)
+{
+	struct node a, b;
+	ps_comm_van_msg_t m;
+	char meta[32];
+
+	node_up(&a, 1);
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 1, HOST, a.port), 0);
+	send_text(&a, 1, "to myself", NULL, 0);
+	expect(&a, 1, "to myself", &m);
+	ck_assert_uint_eq(m.nseg, 0);
+	ps_comm_van_msg_release(&m);
+	/* Sends to a node never connected fail and do not break the van. */
+	ck_assert_int_eq(ps_comm_van_send(a.van, 8, "x", 1, NULL, 0, NULL,
+					  NULL), PS_COMM_ERR_PEER);
+	for (int i = 0; i < 20; i++) {
+		ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+		ck_assert_int_eq(ps_comm_van_connect(b.van, 1, HOST, a.port), 0);
+		snprintf(meta, sizeof(meta), "round %d", i);
+		send_text(&a, 8, meta, NULL, 0);
+		expect(&b, 1, meta, &m);
+		ps_comm_van_msg_release(&m);
+		send_text(&b, 1, meta, NULL, 0);
+		expect(&a, 8, meta, &m);
+		ps_comm_van_msg_release(&m);
+	}
+	ps_comm_van_destroy(b.van);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+START_TEST(test_no_id_yet)
+{
+	struct node s, w;
+	ps_comm_van_msg_t m;
+
+	node_up(&s, 1);
+	node_up(&w, PS_COMM_VAN_NO_ID);
+	ck_assert_int_eq(ps_comm_van_connect(w.van, 1, HOST, s.port), 0);
+	send_text(&w, 1, "add me", NULL, 0);
+	expect(&s, PS_COMM_VAN_NO_ID, "add me", &m);
+	ps_comm_van_msg_release(&m);
+	ck_assert_int_eq(ps_comm_van_set_id(w.van, 9), 0);
+	send_text(&w, 1, "now 9", NULL, 0);
+	expect(&s, 9, "now 9", &m);
+	ps_comm_van_msg_release(&m);
+	ps_comm_van_destroy(w.van);
+	ps_comm_van_destroy(s.van);
+}
+END_TEST
+
+/* ---------------------------------------------------------- segments */
+
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+static int done_calls;
+
+static void count_done(void *arg, int err)
+{
+	(void)arg;
+	ck_assert_int_eq(err, 0);
+	__atomic_add_fetch(&done_calls, 1, __ATOMIC_RELAXED);
+}
+
+START_TEST(test_segment_sizes)
+{
+	size_t big = (size_t)64 << 20;
+	uint8_t one = 0xa5, *data = malloc(big), *want = malloc(big);
+	ps_comm_van_seg_t segs[3] = {{NULL, 0}, {&one, 1}, {data, big}};
+	char meta[PSC_VAN_FRAME_MAX + 100];
+	struct node a, b;
+	ps_comm_van_msg_t m;
+
+	ck_assert(data && want);
+	fill(data, big, 7);
+	memcpy(want, data, big);
+	memset(meta, 'm', sizeof(meta) - 1);
+	meta[sizeof(meta) - 1] = '\0';
+	node_up(&a, 9);
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+	done_calls = 0;
+	for (int round = 0; round < 2; round++) {
+		/* The second round's meta is too big for the frame. */
+		const char *mt = round ? meta : "segs";
+
+		ck_assert_int_eq(ps_comm_van_send(a.van, 8, mt, strlen(mt), segs,
+						  3, count_done, NULL), 0);
+		expect(&b, 9, mt, &m);
+		ck_assert_uint_eq(m.nseg, 3);
+		ck_assert_uint_eq(m.segs[0].len, 0);
+		ck_assert_uint_eq(m.segs[1].len, 1);
+		ck_assert_uint_eq(((uint8_t *)m.segs[1].data)[0], 0xa5);
+		ck_assert_uint_eq(m.segs[2].len, big);
+		ck_assert(memcmp(m.segs[2].data, want, big) == 0);
+		/* Segments are released one by one, in any order. */
+		ps_comm_van_free(m.segs[2].data);
+		m.segs[2].data = NULL;
+		ps_comm_van_msg_release(&m);
+	}
+	/* Sends are handed back by stop at the latest. */
+	ps_comm_van_stop(a.van);
+	ck_assert_int_eq(done_calls, 2);
+	ps_comm_van_destroy(a.van);
+	ps_comm_van_destroy(b.van);
+	free(data);
+	free(want);
+}
+END_TEST
+
+/* ---------------------------------------------------------- threads */
+
+#define NTHREADS 8
+#define PER_THREAD 200
+
+struct sender {
+	struct node *from;
+	int thread;
+};
+
+struct payload {
+	uint32_t thread, seq;
+	uint8_t bytes[300];
+};
+
+static void free_done(void *arg, int err)
+{
+	ck_assert_int_eq(err, 0);
+	free(arg);
+}
+
+static void *send_many(void *arg)
+{
+	struct sender *s = arg;
+
+	for (int i = 0; i < PER_THREAD; i++) {
+		struct payload *p = malloc(sizeof(*p));
+		ps_comm_van_seg_t segs[2];
+		char meta[32];
+
+		p->thread = (uint32_t)s->thread;
+		p->seq = (uint32_t)i;
+		fill(p->bytes, sizeof(p->bytes), (unsigned)(s->thread * 1000 + i));
+		snprintf(meta, sizeof(meta), "%d/%d", s->thread, i);
+		segs[0].data = p;
+		segs[0].len = sizeof(*p);
+		/* A larger piece now and then (rendezvous on rxm). */
+		segs[1].data = p;
+		segs[1].len = i % 10 == 0 ? sizeof(*p) : 8;
+		/* meta is copied into the frame, so a stack buffer is fine. */
+		ck_assert_int_eq(ps_comm_van_send(s->from->van, 8, meta,
+						  strlen(meta), segs, 2,
+						  free_done, p), 0);
+	}
+	return NULL;
+}
+
+START_TEST(test_eight_senders)
+{
+	struct node a, b;
+	pthread_t t[NTHREADS];
+	struct sender s[NTHREADS];
+	int next[NTHREADS] = {0};
+	uint8_t want[300];
+
+	node_up(&a, 9);
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+	for (int i = 0; i < NTHREADS; i++) {
+		s[i].from = &a;
+		s[i].thread = i;
+		pthread_create(&t[i], NULL, send_many, &s[i]);
+	}
+	for (int k = 0; k < NTHREADS * PER_THREAD; k++) {
+		ps_comm_van_msg_t m;
+		struct payload *p;
+		char meta[32];
+
+		ck_assert_int_eq(ps_comm_van_recv(b.van, &m), 0);
+		ck_assert_uint_eq(m.nseg, 2);
+		ck_assert_uint_eq(m.segs[0].len, sizeof(*p));
+		p = m.segs[0].data;
+		ck_assert_uint_lt(p->thread, NTHREADS);
+		/* One sender's messages arrive in its order, whole. */
+		ck_assert_uint_eq(p->seq, (uint32_t)next[p->thread]);
+		snprintf(meta, sizeof(meta), "%u/%u", p->thread, p->seq);
+		ck_assert_uint_eq(m.meta_len, strlen(meta));
+		ck_assert(memcmp(m.meta, meta, m.meta_len) == 0);
+		fill(want, sizeof(want), p->thread * 1000 + p->seq);
+		ck_assert(memcmp(p->bytes, want, sizeof(want)) == 0);
+		ck_assert_uint_eq(m.segs[1].len, p->seq % 10 == 0 ? sizeof(*p)
+								  : 8);
+		ck_assert(memcmp(m.segs[1].data, p, m.segs[1].len) == 0);
+		next[p->thread]++;
+		ps_comm_van_msg_release(&m);
+	}
+	for (int i = 0; i < NTHREADS; i++)
+		pthread_join(t[i], NULL);
+	ps_comm_van_destroy(a.van);
+	ps_comm_van_destroy(b.van);
+}
+END_TEST
+
+/* ------------------------------------------------------ stop, start */
+
+START_TEST(test_stop_start)
+{
+	struct node a, b;
+	ps_comm_van_msg_t m;
+
+	node_up(&a, 1);
+	node_up(&b, 8);
+	for (int round = 0; round < 3; round++) {
+		ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+		ck_assert_int_eq(ps_comm_van_connect(a.van, 1, HOST, a.port), 0);
+		send_text(&a, 8, "hello", NULL, 0);
+		expect(&b, 1, "hello", &m);
+		ps_comm_van_msg_release(&m);
+		/* Terminate as ps-lite does: a message to oneself. */
+		send_text(&a, 1, "terminate", NULL, 0);
+		expect(&a, 1, "terminate", &m);
+		ps_comm_van_msg_release(&m);
+		ck_assert_int_eq(ps_comm_van_stop(a.van), 0);
+		ck_assert_int_eq(ps_comm_van_send(a.van, 8, "x", 1, NULL, 0,
+						  NULL, NULL), PS_COMM_ERR_ARG);
+		ck_assert_int_eq(ps_comm_van_bind(a.van, HOST, a.port, 5,
+						  &a.port), 0);
+	}
+	ps_comm_van_destroy(a.van);
+	ps_comm_van_destroy(b.van);
+}
+END_TEST
+
+/* -------------------------------------------------------- bad input */
+
+/* A raw endpoint that sends crafted frames to van port p. */
+static void send_raw(int port, bool valid_slot, const void *frame,
+		     size_t len, const char *provider)
+{
+	struct psc_params params;
+	struct psc_ep_config cfg = {&params, NULL, -1};
+	struct ps_comm c;
+	uint8_t name[256];
+	size_t namelen = sizeof(name);
+	uint32_t slot;
+	ps_comm_request_t r;
+	fi_addr_t addr;
+	char err[512];
+
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(psc_params_load(&params, err, sizeof(err)), 0);
+	c.params = params;
+	ck_assert_int_eq(psc_ep_acquire_exclusive(&c.ep, &cfg, err,
+						  sizeof(err)), 0);
+	ck_assert_int_eq(psc_van_fetch(HOST, port, psc_store_job_id(&params),
+				       provider, psc_now() + 10, &slot, name,
+				       &namelen, err, sizeof(err)), 0);
+	ck_assert_int_eq(psc_ep_av_insert(c.ep, name, &addr), 0);
+	ck_assert_int_eq(psc_isend_to(&c, PSC_PROTO_VAN, frame, len, addr,
+				      valid_slot ? slot : PSC_VAN_SLOT_MAX - 3,
+				      PSC_VAN_TAG_FRAME, &r), 0);
+	ck_assert_int_eq(psc_wait(&r, NULL, psc_now() + 10), 0);
+	psc_ep_release(c.ep);
+}
+
+START_TEST(test_bad_frames)
+{
+	uint8_t frame[PSC_VAN_HDR + 4];
+	struct node a, b;
+	ps_comm_van_msg_t m;
+
+	node_up(&a, 8);
+	node_up(&b, 9);
+	ck_assert_int_eq(ps_comm_van_connect(b.van, 8, HOST, a.port), 0);
+	/* Garbage from a known slot, then a good frame from an unknown one. */
+	memset(frame, 0xee, sizeof(frame));
+	send_raw(a.port, true, frame, sizeof(frame),
+		 ps_comm_van_provider(a.van));
+	psc_van_frame_encode(frame, 3, "evil", 4, true, NULL, 0);
+	send_raw(a.port, false, frame, PSC_VAN_HDR + 4,
+		 ps_comm_van_provider(a.van));
+	/* Both were dropped: the next message is the real one. */
+	send_text(&b, 8, "still here", NULL, 0);
+	expect(&a, 9, "still here", &m);
+	ps_comm_van_msg_release(&m);
+	ps_comm_van_destroy(b.van);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+START_TEST(test_connect_unreachable)
+{
+	struct node a;
+	double t0;
+	int rc;
+
+	setenv("PS_COMM_TIMEOUT", "2", 1);
+	node_up(&a, 9);
+	unsetenv("PS_COMM_TIMEOUT");
+	t0 = psc_now();
+	/* Nothing listens on port 1: refused until the deadline. */
+	rc = ps_comm_van_connect(a.van, 1, HOST, 1);
+	ck_assert_int_eq(rc, PS_COMM_ERR_TIMEOUT);
+	ck_assert(psc_now() - t0 >= 1.5 && psc_now() - t0 < 10);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 1, "no.such.host.invalid",
+					     1000), PS_COMM_ERR_PEER);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+static Suite *van_suite(void)
+{
+	Suite *s = suite_create("van");
+	TCase *tc = tcase_create("codec");
+
+	tcase_add_test(tc, test_frame_roundtrip);
+	tcase_add_test(tc, test_frame_refused);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("van");
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_bind_ports);
+	tcase_add_test(tc, test_self_and_reconnect);
+	tcase_add_test(tc, test_no_id_yet);
+	tcase_add_test(tc, test_segment_sizes);
+	tcase_add_test(tc, test_eight_senders);
+	tcase_add_test(tc, test_stop_start);
+	tcase_add_test(tc, test_bad_frames);
+	tcase_add_test(tc, test_connect_unreachable);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(van_suite());
+	int failed;
+
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
