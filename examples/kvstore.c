@@ -18,6 +18,7 @@
  * The exit status is non-zero on any wrong value or error.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +62,7 @@ struct ctx {
 	int nnodes;
 	float **store; /* server: sums per key (NULL for others' keys) */
 	long errors;
+	bool corrupt; /* KVSTORE_CORRUPT=1: a server adds wrongly */
 };
 
 /* ------------------------------------------------------------ meta */
@@ -188,12 +190,13 @@ static void scheduler(struct ctx *c)
 		ps_comm_van_msg_release(&m);
 	}
 	for (int i = 0; i < total; i++) {
-		uint32_t w[2 + 3 * MAX_NODES];
+		uint32_t w[3 + 3 * MAX_NODES];
 		char hosts[MAX_NODES * HOST_MAX] = "";
 		size_t nw = 0;
 
 		w[nw++] = TABLE;
 		w[nw++] = (uint32_t)c->nodes[i].id;
+		w[nw++] = (uint32_t)total;
 		for (int j = 0; j < total; j++) {
 			w[nw++] = (uint32_t)c->nodes[j].id;
 			w[nw++] = (uint32_t)c->nodes[j].port;
@@ -246,21 +249,22 @@ static void join(struct ctx *c, const char *root, int root_port)
 		die("connect to the scheduler", rc);
 	send_msg(c, SCHEDULER_ID, w, 3, c->self.host, NULL, 0);
 	recv_msg(c, &m);
-	n = (m.meta_len - 8) / 12;
-	if (word(&m, 0) != TABLE || n > MAX_NODES) {
+	n = word(&m, 2);
+	if (word(&m, 0) != TABLE || n > MAX_NODES ||
+	    m.meta_len < 12 + 12 * n) {
 		fprintf(stderr, "kvstore: bad table from the scheduler\n");
 		exit(1);
 	}
 	c->id = (int)word(&m, 1);
 	ps_comm_van_set_id(c->van, c->id);
-	hosts = (char *)m.meta + 8 + 12 * n;
+	hosts = (char *)m.meta + 12 + 12 * n;
 	for (size_t i = 0; i < n; i++) {
 		struct node_info *ni = &c->nodes[i];
-		size_t hl = word(&m, 4 + 3 * i);
+		size_t hl = word(&m, 5 + 3 * i);
 
-		ni->id = (int)word(&m, 2 + 3 * i);
-		ni->port = (int)word(&m, 3 + 3 * i);
-		if (hl >= HOST_MAX || 8 + 12 * n + off + hl > m.meta_len) {
+		ni->id = (int)word(&m, 3 + 3 * i);
+		ni->port = (int)word(&m, 4 + 3 * i);
+		if (hl >= HOST_MAX || 12 + 12 * n + off + hl > m.meta_len) {
 			fprintf(stderr, "kvstore: bad table\n");
 			exit(1);
 		}
@@ -311,6 +315,9 @@ static void server(struct ctx *c)
 
 				for (size_t j = 0; j < nf; j++)
 					s[j] += v[j];
+				/* Proof that wrong sums are caught (tests). */
+				if (c->corrupt && nf)
+					s[nf - 1] += 1;
 			}
 			w[0] = cmd == PUSH ? PUSHED : PULLED;
 			w[1] = key;
@@ -480,6 +487,7 @@ int main(int argc, char **argv)
 			usage();
 	}
 	c.role = parse_role(getenv("DMLC_ROLE"));
+	c.corrupt = env_int("KVSTORE_CORRUPT", 0) == 1;
 	c.nserver = env_int("DMLC_NUM_SERVER", 1);
 	c.nworker = env_int("DMLC_NUM_WORKER", 1);
 	if (!root || root_port <= 0 || c.keys < 1 || c.rounds < 1 ||

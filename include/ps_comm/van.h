@@ -106,10 +106,13 @@ PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
 				 ps_comm_van_done_fn done, void *arg);
 
 /*
- * Block until a message arrives and fill msg. One thread at a time.
- * Malformed frames and frames from senders this van never served are
- * logged and dropped. Fails with PS_COMM_ERR_CANCELED when the van is
- * stopped.
+ * Block until a message arrives and fill msg. One thread at a time; that
+ * thread also drives the van's progress and hands back finished sends.
+ * Messages come in the order their first frames arrived, so those of one
+ * sender keep their order. Malformed frames, frames from senders this van
+ * never served, and messages whose pieces fail or stall past
+ * PS_COMM_OP_TIMEOUT are logged and dropped. Fails with PS_COMM_ERR_ARG
+ * on a van that is not bound.
  */
 PS_COMM_API int ps_comm_van_recv(ps_comm_van_t van, ps_comm_van_msg_t *msg);
 

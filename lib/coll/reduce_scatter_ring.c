@@ -8,7 +8,8 @@
  * Blocks are cut into segments of PS_COMM_COLL_SEGMENT bytes that move
  * independently, so a long block streams: while segment j is reduced,
  * segment j+1 is on the wire. Received segments land in a double buffer
- * (steps alternate), so scratch memory is 2 blocks.
+ * (steps alternate), so scratch memory is 2 blocks; a receive into a
+ * half waits for the reduction that last read it.
  *
  * Cost (m bytes in total, n ranks): (n-1) alpha + ((n-1)/n) m beta +
  * ((n-1)/n) m gamma: bandwidth-optimal. Latency grows linearly in n.
@@ -24,7 +25,7 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 	int n = a->size, r = a->rank, right = psc_mod(r + 1, n),
 	    left = psc_mod(r - 1, n);
 	size_t es = a->esize, off, maxblk, nseg;
-	int *red, *red_prev, *red_prev2;
+	int *red, *slot_user;
 	char *tmp;
 
 	psc_block(count, n, 0, &off, &maxblk);
@@ -34,35 +35,36 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 		return;
 	}
 	tmp = psc_sched_tmp(s, 2 * maxblk * es);
+	/*
+	 * red[j]: the reduction that last finished segment j of the block
+	 * this rank holds (what it sends next); slot_user[h * nseg + j]: the
+	 * last reduction that read segment j of scratch half h, which the
+	 * next receive into it must wait for (steps with an empty block
+	 * leave both untouched).
+	 */
 	red = psc_sched_tmp(s, 3 * nseg * sizeof(int));
 	if (!tmp || !red)
 		return;
-	red_prev = red + nseg;
-	red_prev2 = red_prev + nseg;
+	slot_user = red + nseg;
 	for (size_t j = 0; j < 3 * nseg; j++)
 		red[j] = -1;
 	for (int k = 0; k < n - 1; k++) {
 		int sb = psc_mod(r - k - 1 + shift, n);
 		int rb = psc_mod(r - k - 2 + shift, n);
-		size_t soff, slen, roff, rlen;
-		int *rot = red_prev2;
+		size_t soff, slen, roff, rlen, h = (size_t)(k & 1);
 
 		psc_block(count, n, sb, &soff, &slen);
 		psc_block(count, n, rb, &roff, &rlen);
-		/* red_prev2 <- red_prev <- red <- fresh */
-		red_prev2 = red_prev;
-		red_prev = red;
-		red = rot;
 		for (size_t j = 0; j * a->seg < slen; j++) {
 			size_t o = j * a->seg, l = PSC_SEG_LEN(slen, o, a->seg);
 			int op = psc_sched_send(s, work + (soff + o) * es,
 						l * es, right);
 
-			psc_sched_after(s, op, red_prev[j]);
+			psc_sched_after(s, op, red[j]);
 		}
 		for (size_t j = 0; j < nseg; j++) {
 			size_t o = j * a->seg, l;
-			char *slot = tmp + ((size_t)(k & 1) * maxblk + o) * es;
+			char *slot = tmp + (h * maxblk + o) * es;
 			int rv;
 
 			red[j] = -1;
@@ -70,14 +72,15 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 				continue;
 			l = PSC_SEG_LEN(rlen, o, a->seg);
 			rv = psc_sched_recv(s, slot, l * es, left);
-			psc_sched_after(s, rv, red_prev2[j]);
+			psc_sched_after(s, rv, slot_user[h * nseg + j]);
 			red[j] = psc_sched_reduce(s, work + (roff + o) * es,
 						  slot, l, true);
 			psc_sched_after(s, red[j], rv);
+			slot_user[h * nseg + j] = red[j];
 		}
 	}
 	for (size_t j = 0; last && j < nseg; j++)
-		last[j] = n > 1 ? red[j] : -1;
+		last[j] = red[j];
 }
 
 /*

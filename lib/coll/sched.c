@@ -293,6 +293,9 @@ static int op_finish(struct psc_sched *s, struct sop *o)
 	ps_comm_status_t st;
 	int rc = psc_req_reap(&o->req, &st);
 
+	/* The request is gone either way; failure ends the schedule. */
+	o->state = SOP_DONE;
+
 	if (o->kind == SOP_RECV && (rc == PS_COMM_ERR_TRUNCATE ||
 				    (!rc && st.len != o->len))) {
 		psc_comm_set_error(s->comm, "collective: rank %d sent %s bytes "
@@ -316,7 +319,7 @@ static void sched_cancel(struct psc_sched *s)
 	for (int i = s->first; i < s->nops; i++) {
 		struct sop *o = &s->ops[i];
 
-		if (o->state != SOP_RUN)
+		if (o->state != SOP_RUN || !o->req)
 			continue;
 		if (psc_req_cancel(&o->req) != 0)
 			s->leak_tmp = true;

@@ -21,6 +21,8 @@
 #define DRAIN_MAX_SEC 10.0
 /* A blocked receive wakes this often to hand back finished sends. */
 #define REAP_SEC 0.05
+/* Messages whose pieces are being received at once, at most. */
+#define PSC_VAN_MAX_INFLIGHT 64
 
 struct van_peer {
 	int id;
@@ -55,6 +57,8 @@ struct ps_comm_van {
 	struct van_batch *pending;
 	ps_comm_request_t frame_req;
 	uint8_t frame_buf[PSC_VAN_FRAME_MAX];
+	struct van_inflight *in_head, *in_tail; /* being received */
+	size_t in_count;
 };
 
 void ps_comm_van_free(void *ptr)
@@ -434,45 +438,26 @@ int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
 
 /* --------------------------------------------------------- receives */
 
-struct recv_wait {
-	struct ps_comm_van *v;
-	ps_comm_request_t *reqs;
+/*
+ * Receiving is pipelined: every frame that has arrived gets its piece
+ * receives posted at once (so transfers of several messages overlap),
+ * and messages are handed out in the order their frames arrived.
+ */
+struct van_inflight {
+	struct van_inflight *next;
+	ps_comm_van_msg_t msg;
+	double deadline;	 /* 0: none */
+	int err;		 /* a posting failure */
 	size_t n;
+	ps_comm_request_t reqs[]; /* meta piece (maybe) + segments */
 };
 
-/* Done when every request is. */
-static bool all_done(void *arg)
+static bool inflight_done(const struct van_inflight *f)
 {
-	struct recv_wait *w = arg;
-	bool all = true;
-
-	for (size_t i = 0; all && i < w->n; i++)
-		all = !w->reqs[i] || psc_req_done(w->reqs[i]);
-	return all;
-}
-
-/*
- * Wait for n receives, handing back finished sends meanwhile. Returns 0
- * or -ETIMEDOUT once deadline (0 = none) passes.
- */
-static int wait_recvs(struct ps_comm_van *v, ps_comm_request_t *reqs,
-		      size_t n, double deadline)
-{
-	struct recv_wait w = {v, reqs, n};
-
-	for (;;) {
-		double step = psc_now() + REAP_SEC;
-
-		if (deadline > 0 && step > deadline)
-			step = deadline;
-		if (psc_ep_wait(v->comm.ep, all_done, &w, step) == 0) {
-			reap(v);
-			return 0;
-		}
-		reap(v);
-		if (deadline > 0 && psc_now() >= deadline)
-			return -ETIMEDOUT;
-	}
+	for (size_t i = 0; i < f->n; i++)
+		if (f->reqs[i] && !psc_req_done(f->reqs[i]))
+			return false;
+	return true;
 }
 
 static int post_frame_recv(struct ps_comm_van *v)
@@ -495,12 +480,12 @@ static bool slot_known(const struct ps_comm_van *v, uint32_t slot)
 /* Post one receive per piece of frame f from slot into msg's buffers. */
 static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			    const struct psc_van_frame *f,
-			    ps_comm_van_msg_t *msg, ps_comm_request_t *reqs,
-			    size_t *n)
+			    struct van_inflight *in)
 {
+	ps_comm_van_msg_t *msg = &in->msg;
 	int rc = 0;
 
-	*n = 0;
+	msg->sender = f->sender;
 	msg->meta = malloc(f->meta_len ? f->meta_len : 1);
 	msg->segs = f->nseg ? calloc(f->nseg, sizeof(*msg->segs)) : NULL;
 	if (!msg->meta || (f->nseg && !msg->segs))
@@ -510,7 +495,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 		memcpy(msg->meta, f->meta, f->meta_len);
 	else
 		rc = psc_irecv(&v->comm, PSC_PROTO_VAN, msg->meta, f->meta_len,
-			       (int)slot, PSC_VAN_TAG_PIECE, &reqs[(*n)++]);
+			       (int)slot, PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	for (uint32_t i = 0; !rc && i < f->nseg; i++) {
 		size_t len = (size_t)psc_van_frame_seg_len(f, i);
 		void *buf = len ? malloc(len) : NULL;
@@ -521,66 +506,120 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 		msg->segs[i].len = len;
 		msg->nseg = i + 1;
 		rc = psc_irecv(&v->comm, PSC_PROTO_VAN, buf, len, (int)slot,
-			       PSC_VAN_TAG_PIECE, &reqs[(*n)++]);
+			       PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	}
 	return rc;
 }
 
-/* Receive the pieces announced by frame bytes fb (len bytes) from slot. */
-static int recv_message(struct ps_comm_van *v, uint32_t slot,
-			const uint8_t *fb, size_t len, ps_comm_van_msg_t *msg)
+/* Queue a message whose frame (len bytes at fb) came from slot. */
+static void start_message(struct ps_comm_van *v, uint32_t slot,
+			  const uint8_t *fb, size_t len)
 {
-	ps_comm_request_t *reqs = NULL;
+	struct van_inflight *in;
 	struct psc_van_frame f;
-	ps_comm_status_t st;
-	bool abandoned = false;
-	size_t n = 0;
 	char err[256];
-	int rc;
 
-	rc = psc_van_frame_decode(fb, len, &f, err, sizeof(err));
-	if (rc) {
+	if (psc_van_frame_decode(fb, len, &f, err, sizeof(err)) != 0) {
 		psc_log(PSC_LOG_WARN, -1, "van: dropping a malformed frame from "
 			"slot %u: %s", slot, err);
-		return PS_COMM_ERR_PROTO;
+		return;
 	}
-	msg->sender = f.sender;
-	reqs = calloc(f.nseg + 1, sizeof(*reqs));
-	if (!reqs)
-		return PS_COMM_ERR_NOMEM;
-	rc = post_pieces_recv(v, slot, &f, msg, reqs, &n);
-	/* The next frame may arrive while these pieces do. */
-	if (!v->frame_req && post_frame_recv(v) != 0)
+	in = calloc(1, sizeof(*in) + (f.nseg + 1) * sizeof(in->reqs[0]));
+	if (!in) {
+		psc_log(PSC_LOG_ERROR, -1, "van: out of memory: dropping a "
+			"message from node %d", f.sender);
+		return;
+	}
+	in->deadline = psc_comm_op_deadline(&v->comm);
+	in->err = post_pieces_recv(v, slot, &f, in);
+	if (v->in_tail)
+		v->in_tail->next = in;
+	else
+		v->in_head = in;
+	v->in_tail = in;
+	v->in_count++;
+}
+
+/* Take the arrived frame and post the next frame receive. */
+static void take_frame(struct ps_comm_van *v)
+{
+	ps_comm_status_t st;
+	int rc = psc_wait(&v->frame_req, &st, 0);
+
+	if (rc)
+		psc_log(PSC_LOG_WARN, -1, "van: dropping a frame: %s",
+			ps_comm_strerror(rc));
+	else if (!slot_known(v, (uint32_t)st.source))
+		psc_log(PSC_LOG_WARN, -1, "van: dropping a frame from unknown "
+			"sender slot %d", st.source);
+	else
+		start_message(v, (uint32_t)st.source, v->frame_buf, st.len);
+	if (post_frame_recv(v) != 0)
 		psc_log(PSC_LOG_ERROR, -1, "van: cannot post a receive");
-	if (!rc && wait_recvs(v, reqs, n, psc_comm_op_deadline(&v->comm)))
-		rc = PS_COMM_ERR_TIMEOUT;
-	for (size_t i = 0; i < n; i++) {
+}
+
+/*
+ * Unlink the oldest message and settle its requests: those not done are
+ * withdrawn. Returns 0 or the error that spoils it; *held tells that the
+ * provider may still write into its buffers.
+ */
+static int finish_oldest(struct ps_comm_van *v, struct van_inflight **out,
+			 bool *held)
+{
+	struct van_inflight *in = v->in_head;
+	int rc = in->err;
+
+	v->in_head = in->next;
+	if (!v->in_head)
+		v->in_tail = NULL;
+	v->in_count--;
+	*held = false;
+	for (size_t i = 0; i < in->n; i++) {
 		int e = PS_COMM_ERR_TIMEOUT;
 
-		if (psc_req_done(reqs[i])) {
-			e = psc_wait(&reqs[i], &st, 0);
-		} else {
-			/* Still held by the provider: leave its buffer be. */
-			abandoned |= psc_req_cancel(&reqs[i]) != 0;
-		}
+		if (!in->reqs[i])
+			continue;
+		if (psc_req_done(in->reqs[i]))
+			e = psc_wait(&in->reqs[i], NULL, 0);
+		else
+			*held |= psc_req_cancel(&in->reqs[i]) != 0;
 		if (!rc && e)
 			rc = e;
 	}
-	free(reqs);
-	if (!rc)
-		return 0;
-	psc_log(PSC_LOG_WARN, -1, "van: dropping a message from node %d: %s",
-		f.sender, ps_comm_strerror(rc));
-	/* A cancelled receive may still land: leave its buffers alone. */
-	if (abandoned)
-		memset(msg, 0, sizeof(*msg));
+	*out = in;
 	return rc;
+}
+
+/* Drop a spoilt message; buffers the provider may still write leak. */
+static void drop_message(struct van_inflight *in, int err, bool held)
+{
+	if (err)
+		psc_log(PSC_LOG_WARN, -1, "van: dropping a message from node "
+			"%d: %s", in->msg.sender, ps_comm_strerror(err));
+	if (!held)
+		ps_comm_van_msg_release(&in->msg);
+	free(in);
+}
+
+struct recv_wait {
+	struct ps_comm_van *v;
+};
+
+/* Something to do: a frame to take, or the oldest message complete. */
+static bool recv_ready(void *arg)
+{
+	struct ps_comm_van *v = ((struct recv_wait *)arg)->v;
+
+	return (v->frame_req && psc_req_done(v->frame_req) &&
+		v->in_count < PSC_VAN_MAX_INFLIGHT) ||
+	       (v->in_head && inflight_done(v->in_head));
 }
 
 int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
 {
-	uint8_t fb[PSC_VAN_FRAME_MAX];
-	ps_comm_status_t st;
+	struct recv_wait w = {v};
+	struct van_inflight *in;
+	bool held;
 	int rc;
 
 	if (!v || !msg || !v->bound)
@@ -592,23 +631,35 @@ int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
 			if (rc)
 				return rc;
 		}
-		wait_recvs(v, &v->frame_req, 1, 0);
-		rc = psc_wait(&v->frame_req, &st, 0);
-		if (rc) {
-			psc_log(PSC_LOG_WARN, -1, "van: dropping a frame: %s",
-				ps_comm_strerror(rc));
+		while (v->frame_req && psc_req_done(v->frame_req) &&
+		       v->in_count < PSC_VAN_MAX_INFLIGHT)
+			take_frame(v);
+		if (v->in_head && (inflight_done(v->in_head) ||
+				   (v->in_head->deadline > 0 &&
+				    psc_now() >= v->in_head->deadline))) {
+			rc = finish_oldest(v, &in, &held);
+			if (!rc) {
+				*msg = in->msg;
+				free(in);
+				return 0;
+			}
+			drop_message(in, rc, held);
 			continue;
 		}
-		if (!slot_known(v, (uint32_t)st.source)) {
-			psc_log(PSC_LOG_WARN, -1, "van: dropping a frame from "
-				"unknown sender slot %d", st.source);
-			continue;
-		}
-		memcpy(fb, v->frame_buf, st.len);
-		rc = recv_message(v, (uint32_t)st.source, fb, st.len, msg);
-		if (rc == 0)
-			return 0;
-		ps_comm_van_msg_release(msg);
+		psc_ep_wait(v->comm.ep, recv_ready, &w, psc_now() + REAP_SEC);
+		reap(v);
+	}
+}
+
+/* Withdraw every message being received (stop). */
+static void drop_inflight(struct ps_comm_van *v)
+{
+	struct van_inflight *in;
+	bool held;
+
+	while (v->in_head) {
+		finish_oldest(v, &in, &held);
+		drop_message(in, 0, held);
 	}
 }
 
@@ -647,6 +698,7 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	}
 	if (v->frame_req)
 		psc_req_cancel(&v->frame_req);
+	drop_inflight(v);
 	/* Cancel what is left; the buffers are free once the ep is closed. */
 	for (b = v->pending; b; b = b->next)
 		for (size_t i = 0; i < b->n; i++)

@@ -895,8 +895,8 @@ static void test_deterministic(void)
 	static const ps_comm_dtype_t types[] = {PS_COMM_FLOAT32, PS_COMM_FLOAT64,
 						PS_COMM_FLOAT16,
 						PS_COMM_BFLOAT16};
-	static const size_t segs[] = {64, 4096, 1 << 20};
-	static const size_t cnts[] = {1, 5, 1000, 100003};
+	static const size_t segs[] = {128, 4096, 1 << 20};
+	static const size_t cnts[] = {1, 5, 1000, 30011};
 
 	if (((struct ps_comm *)comm)->params.deterministic != 1) {
 		fail("deterministic", "run with PS_COMM_DETERMINISTIC=1");
