@@ -7,6 +7,7 @@
  * naming the rank that differs; addresses go into the AV in rank order.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -314,13 +315,33 @@ static int pick_iface(struct ps_comm *c, const char *root,
 }
 
 /* Publish our record, gather everyone's, check them, fill the AV. */
+/*
+ * Busy-polling only pays when every rank has a core. Like MPI's
+ * yield-when-idle, PS_COMM_SPIN_US=-1 spins 200 us, or not at all when
+ * this host runs more ranks (local) than the cores this process may use.
+ */
+static void spin_policy(struct ps_comm *c, int local)
+{
+	cpu_set_t set;
+	int cpus = 0;
+
+	if (c->params.spin_us >= 0)
+		return;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cpus = CPU_COUNT(&set);
+	c->ep->spin_us = cpus > 0 && local > cpus ? 0 : 200;
+	psc_log(PSC_LOG_INFO, c->rank, "%d ranks on this host, %d cores: "
+		"blocking calls %s", local, cpus,
+		c->ep->spin_us ? "spin 200 us, then yield" : "yield at once");
+}
+
 static int exchange(struct ps_comm *c, struct psc_store *s)
 {
 	struct record me, them;
 	uint8_t buf[2048];
 	size_t len = 0;
 	char err[600];
-	int rc;
+	int rc, local = 0;
 
 	rec_fill(&me, c);
 	len = rec_encode(&me, buf, sizeof(buf));
@@ -348,6 +369,7 @@ static int exchange(struct ps_comm *c, struct psc_store *s)
 			return -EPROTO;
 		}
 		free(val);
+		local += strcmp(them.host, me.host) == 0;
 		if (!rec_agree(&me, &them, r, err, sizeof(err))) {
 			snprintf(s->err, sizeof(s->err), "%s", err);
 			return -EBADE;
@@ -362,6 +384,7 @@ static int exchange(struct ps_comm *c, struct psc_store *s)
 			return rc;
 		}
 	}
+	spin_policy(c, local);
 	return 0;
 }
 

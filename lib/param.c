@@ -90,7 +90,9 @@ int psc_param_parse_double(const char *s, double *out)
 
 	errno = 0;
 	v = strtod(s, &end);
-	if (errno || end == s || *end != '\0' || !isfinite(v) || v < 0)
+	/* -1 is the one negative value: "automatic". */
+	if (errno || end == s || *end != '\0' || !isfinite(v) ||
+	    (v < 0 && v != -1))
 		return -EINVAL;
 	*out = v;
 	return 0;

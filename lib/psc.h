@@ -96,7 +96,7 @@ int psc_params_load(struct psc_params *p, char *err, size_t len);
 
 /*
  * Parse one value. Sizes accept K/M/G suffixes (binary); doubles accept
- * a plain number of seconds. Returns 0 or -EINVAL.
+ * a non-negative number, or -1 for "automatic". Returns 0 or -EINVAL.
  */
 int psc_param_parse_int(const char *s, int *out);
 int psc_param_parse_size(const char *s, size_t *out);

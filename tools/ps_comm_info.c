@@ -872,6 +872,10 @@ int main(int argc, char **argv)
 	print_placement(&cx);
 	print_providers(&cx);
 	print_choice(&cx);
+	if (cx.params_ok) {
+		printf("\n");
+		psc_coll_print_table(stdout, &cx.params);
+	}
 	if (cx.opt.params)
 		print_params(&cx);
 	fi_freeinfo(cx.replayed);

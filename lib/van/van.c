@@ -7,7 +7,8 @@
  * lock and returns; the buffers go back to the caller through a callback
  * once the fabric is done with them (reaped by whichever thread is in a
  * van call, usually the receiving one). A receive takes the next frame
- * from any sender, then one malloc'd buffer per piece, handed out as is.
+ * from any sender, then one buffer per piece, handed out as is (and kept
+ * for reuse once given back: see buf.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -61,19 +62,14 @@ struct ps_comm_van {
 	size_t in_count;
 };
 
-void ps_comm_van_free(void *ptr)
-{
-	free(ptr);
-}
-
 void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
 {
 	if (!msg)
 		return;
 	for (size_t i = 0; i < msg->nseg; i++)
-		free(msg->segs[i].data);
-	free(msg->segs);
-	free(msg->meta);
+		ps_comm_van_free(msg->segs[i].data);
+	ps_comm_van_free(msg->segs);
+	ps_comm_van_free(msg->meta);
 	memset(msg, 0, sizeof(*msg));
 	msg->sender = PS_COMM_VAN_NO_ID;
 }
@@ -486,11 +482,14 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 	int rc = 0;
 
 	msg->sender = f->sender;
-	msg->meta = malloc(f->meta_len ? f->meta_len : 1);
-	msg->segs = f->nseg ? calloc(f->nseg, sizeof(*msg->segs)) : NULL;
+	msg->meta = psc_van_buf_alloc(f->meta_len);
+	msg->segs = f->nseg ? psc_van_buf_alloc(f->nseg * sizeof(*msg->segs))
+			    : NULL;
 	if (!msg->meta || (f->nseg && !msg->segs))
 		return PS_COMM_ERR_NOMEM;
 	msg->meta_len = f->meta_len;
+	if (f->nseg)
+		memset(msg->segs, 0, f->nseg * sizeof(*msg->segs));
 	if (f->meta)
 		memcpy(msg->meta, f->meta, f->meta_len);
 	else
@@ -498,7 +497,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			       (int)slot, PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	for (uint32_t i = 0; !rc && i < f->nseg; i++) {
 		size_t len = (size_t)psc_van_frame_seg_len(f, i);
-		void *buf = len ? malloc(len) : NULL;
+		void *buf = len ? psc_van_buf_alloc(len) : NULL;
 
 		if (len && !buf)
 			return PS_COMM_ERR_NOMEM;

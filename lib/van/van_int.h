@@ -72,6 +72,13 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 /* Length of segment i of a decoded frame. */
 uint64_t psc_van_frame_seg_len(const struct psc_van_frame *f, uint32_t i);
 
+/*
+ * A buffer of len bytes (64-byte aligned) for ps_comm_van_recv to hand
+ * out; released with ps_comm_van_free, which keeps large ones for reuse.
+ * Thread-safe. NULL when out of memory.
+ */
+void *psc_van_buf_alloc(size_t len);
+
 /* The address server: one thread answering fetches on a listening fd. */
 struct psc_van_server;
 

@@ -120,7 +120,7 @@ static const struct {
 	double value;
 } doubles_ok[] = {
 	{"0", 0.0}, {"120", 120.0}, {"2.5", 2.5}, {"0.001", 0.001},
-	{"1e3", 1000.0},
+	{"1e3", 1000.0}, {"-1", -1.0}, /* the "automatic" value */
 };
 
 START_TEST(test_parse_double_ok)
@@ -133,7 +133,7 @@ START_TEST(test_parse_double_ok)
 END_TEST
 
 static const char *const doubles_bad[] = {
-	"", "abc", "-1", "-0.5", "1s", "nan", "inf", "-inf", "1e999", "2.5x",
+	"", "abc", "-2", "-0.5", "1s", "nan", "inf", "-inf", "1e999", "2.5x",
 };
 
 START_TEST(test_parse_double_bad)
@@ -175,7 +175,7 @@ START_TEST(test_load_defaults)
 	ck_assert_int_eq(p.deterministic, 0);
 	ck_assert_str_eq(p.log_level, "warn");
 	ck_assert_uint_eq(p.max_msg_size, 0);
-	ck_assert_double_eq(p.spin_us, 200.0);
+	ck_assert_double_eq(p.spin_us, -1.0);
 }
 END_TEST
 
