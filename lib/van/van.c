@@ -157,6 +157,13 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
 	}
 	v->comm.ctx = 0;
+	/*
+	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which
+	 * a van does not know: ps-lite jobs often put scheduler, servers and
+	 * workers on one host, so yield at once unless a value is set.
+	 */
+	if (v->comm.ep->spin_us < 0)
+		v->comm.ep->spin_us = 0;
 	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
 		 v->comm.ep->info->fabric_attr->prov_name);
 	what.job = v->job;

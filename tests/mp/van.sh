@@ -66,6 +66,13 @@ for prov in tcp shm; do
 		FI_PROVIDER=$prov CK_VERBOSITY=normal timeout 600 "$SUITE" 2>&1 |
 			grep -v '^pscomm' | sed 's/^/#   /' | tail -20
 	fi
+	# Frames and segments split into 4 KiB pieces by pscomm's p2p layer.
+	if PS_COMM_MAX_MSG_SIZE=4096 FI_PROVIDER=$prov timeout 600 "$SUITE" \
+		>/dev/null 2>&1; then
+		ok "check_van on $prov, max_msg_size 4 KiB"
+	else
+		not_ok "check_van on $prov, max_msg_size 4 KiB"
+	fi
 	kvstore_job "$prov" 2 2 -k 8 -s 1048576 -i 3
 	kvstore_job "$prov" 1 4 -k 5 -s 65536 -i 3
 done
