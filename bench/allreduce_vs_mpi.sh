@@ -33,6 +33,7 @@
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/mpi_common.sh"
 
 usage() { sed -n '2,/^set -u/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//'; }
 
@@ -96,15 +97,6 @@ mkdir -p "$OUTDIR"
 t_start=$(date +%s)
 failed=0
 
-say() { printf '%s\n' "$*"; }
-show_cmd() { # print a command (with its env prefix) so it can be re-run
-    local s="" a
-    for a in "$@"; do
-        if [[ $a =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then s+="$a "; else s+="$(printf '%q' "$a") "; fi
-    done
-    say "  \$ ${s% }"
-}
-
 say "== allreduce_vs_mpi: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname), $(nproc) cores"
 say "   pscomm build dir: $build"
 say "   providers: $PROVIDERS   ranks: $NRANKS   runs: $RUNS   quick: $QUICK"
@@ -152,51 +144,8 @@ else
     say "-- MPICH not installed ($MPICH_MPICC/$MPICH_MPIEXEC): no MPICH column"
 fi
 
-# Open MPI 4.1's OFI MTL hard-codes FI_LOCAL_COMM|FI_REMOTE_COMM in its
-# fi_getinfo hints; libfabric's shm provider does not advertise them, so
-# Open MPI never selects shm.  For shm only, an LD_PRELOAD wrapper drops the
-# two bits from the hints (as bench/pingpong_vs_mpi.sh does; all ranks are
-# local, so local communication is all that is needed).
-build_shim() {
-    [[ -n $shim ]] && return 0
-    cat >"$work/ofi_caps_shim.c" <<'EOF'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <rdma/fabric.h>
-
-typedef int (*getinfo_fn)(uint32_t, const char *, const char *, uint64_t,
-                          const struct fi_info *, struct fi_info **);
-
-int fi_getinfo(uint32_t version, const char *node, const char *service,
-               uint64_t flags, const struct fi_info *hints, struct fi_info **info)
-{
-    static getinfo_fn real;
-    if (!real)
-        real = (getinfo_fn)dlvsym(RTLD_NEXT, "fi_getinfo", "FABRIC_1.3");
-    if (!real)
-        return -FI_ENOSYS;
-    if (!hints || !(hints->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)))
-        return real(version, node, service, flags, hints, info);
-    struct fi_info *h = fi_dupinfo(hints);
-    if (!h)
-        return -FI_ENOMEM;
-    h->caps &= ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM);
-    int ret = real(version, node, service, flags, h, info);
-    fi_freeinfo(h);
-    return ret;
-}
-EOF
-    echo 'FABRIC_1.3 { global: fi_getinfo; local: *; };' >"$work/ofi_caps_shim.map"
-    if "$CC" -O2 -Wall -Wextra -Werror -shared -fPIC \
-         -Wl,--version-script="$work/ofi_caps_shim.map" \
-         -o "$work/ofi_caps_shim.so" "$work/ofi_caps_shim.c" -ldl -lfabric; then
-        shim=$work/ofi_caps_shim.so
-        say "-- built $shim (drops FI_LOCAL_COMM|FI_REMOTE_COMM from Open MPI's fi_getinfo hints; needed for shm)"
-        return 0
-    fi
-    say "!! could not build the fi_getinfo shim (libfabric-dev missing?)"
-    return 1
-}
+# build_shim (bench/mpi_common.sh) makes bench/ofi_caps_shim.c, which lets
+# Open MPI's OFI MTL select libfabric's shm provider.
 
 ps_run=$build/tools/ps_comm_run
 ps_bin=$build/examples/allreduce
@@ -249,12 +198,8 @@ run_one() {
     rows=$(grep -cE "$csv_row" "$out.csv")
     errs=$(grep -E "$csv_row" "$out.csv" | awk -F, '{s += $9} END {print s + 0}')
     if [[ $rc -ne 0 || $rows -eq 0 ]]; then
-        local kept="no data"
-        [[ $rows -gt 0 ]] && kept="its $rows complete rows are kept"
-        [[ $rc -eq 124 ]] && kept+=", killed after RUN_TIMEOUT=$RUN_TIMEOUT s"
         failed=$((failed + 1))
-        say "   run $r $stack: FAILED (rc=$rc; $kept) - see $out.err"
-        tail -n 5 "$out.err" | sed 's/^/     | /'
+        report_failed "run $r $stack" "$rc" "$rows" "$out"
     else
         local note=""
         [[ $CHECK == 1 ]] && note=", $errs wrong elements"
@@ -275,20 +220,7 @@ verify_ofi() {
     say "-- verifying Open MPI uses pml cm / mtl ofi / libfabric provider $p:"
     show_cmd "${v[@]}"
     timeout 120 "${v[@]}" >"$log" 2>&1
-    local ok=1 nprov
-    grep -q 'select: component cm selected' "$log" || ok=0
-    grep -q 'select: component ofi selected' "$log" || ok=0
-    grep -qE '^4096,1024,' "$log" || ok=0
-    # libfabric log lines read libfabric:PID:TS:<core prov>:<prov>:<subsys>:
-    nprov=$(grep -cE "^libfabric:[0-9]+:[0-9]+::($p|ofi_rxm|ofi_rxd):(av|ep_ctrl|ep_data|fabric|cq):" "$log")
-    if [[ $ok == 1 && $nprov -gt 0 ]]; then
-        say "   OK: pml cm + mtl ofi selected; FI_PROVIDER=$p; $nprov libfabric log lines from provider '$p'"
-        grep -m2 -E 'mtl:ofi:provider:|Opened fabric:' "$log" | sed 's/^/     | /'
-        return 0
-    fi
-    say "   NOT VERIFIED (cm/ofi selected=$ok, provider lines=$nprov): OMPI-ofi skipped for $p; log: $log"
-    tail -n 8 "$log" | sed 's/^/     | /'
-    return 1
+    check_ofi_log "$p" "$log" '^4096,1024,'
 }
 
 # ----------------------------------------------------------------- runs ----
@@ -299,14 +231,7 @@ for p in $PROVIDERS; do
     say "== provider $p"
     stacks=()
     [[ $have_pscomm == 1 ]] && stacks+=(pscomm)
-    if [[ -n $ompi_bin ]]; then
-        if [[ $p != shm ]] || build_shim; then
-            verify_ofi "$p" && stacks+=(ompi_ofi)
-        else
-            say "!! OMPI-ofi skipped for shm (no shim)"
-        fi
-        stacks+=(ompi_native)
-    fi
+    [[ -n $ompi_bin ]] && add_ompi_stacks "$p"
     [[ -n $mpich_bin ]] && stacks+=(mpich)
     enabled[$p]="${stacks[*]}"
     for n in $NRANKS; do
@@ -331,12 +256,8 @@ median() {
     for f in "$OUTDIR/$p/n$n/$s".*.csv; do
         [[ -e $f ]] || continue
         grep -E "$csv_row" "$f" | awk -F, -v z="$size" -v c="$col" '$1 == z {print $c}'
-    done | sort -g | awk '{v[NR] = $1}
-        END { if (NR == 0) print "-";
-              else if (NR % 2) print v[(NR + 1) / 2];
-              else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+    done | median_of %.4f
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.3g\n", a / b }'; }
 
 label() {
     case $1 in

@@ -21,6 +21,7 @@
 set -u -o pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+. "$here/mpi_common.sh"
 
 build=${PSCOMM_BUILD:-.}
 if [[ $# -gt 0 && $1 != -* ]]; then
@@ -47,15 +48,6 @@ work=$(mktemp -d /tmp/pingpong_vs_mpi.XXXXXX)
 OUTDIR=${OUTDIR:-$work/out}
 mkdir -p "$OUTDIR"
 t_start=$(date +%s)
-
-say() { printf '%s\n' "$*"; }
-show_cmd() { # print a command (with its env prefix) so it can be re-run
-    local s="" a
-    for a in "$@"; do
-        if [[ $a =~ ^[A-Za-z0-9_./=,:+@%-]+$ ]]; then s+="$a "; else s+="$(printf '%q' "$a") "; fi
-    done
-    say "  \$ ${s% }"
-}
 
 say "== pingpong_vs_mpi: $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname), $(nproc) cores"
 say "   pscomm build dir: $build"
@@ -99,52 +91,8 @@ if [[ -z $zmq_bin ]]; then
     fi
 fi
 
-# Open MPI 4.1's OFI MTL asks fi_getinfo() for FI_LOCAL_COMM|FI_REMOTE_COMM
-# (hard-coded, no MCA knob).  libfabric's shm provider only does local
-# communication and does not advertise these bits, so Open MPI can never pick
-# it.  For the shm provider only, we LD_PRELOAD this tiny wrapper that drops
-# the two bits from the hints (Open MPI itself does the same for EFA).  All
-# ranks are on one node, so local-only communication is all that is needed.
-build_shim() {
-    [[ -n $shim ]] && return 0
-    cat >"$work/ofi_caps_shim.c" <<'EOF'
-#define _GNU_SOURCE
-#include <dlfcn.h>
-#include <rdma/fabric.h>
-
-typedef int (*getinfo_fn)(uint32_t, const char *, const char *, uint64_t,
-                          const struct fi_info *, struct fi_info **);
-
-int fi_getinfo(uint32_t version, const char *node, const char *service,
-               uint64_t flags, const struct fi_info *hints, struct fi_info **info)
-{
-    static getinfo_fn real;
-    if (!real)
-        real = (getinfo_fn)dlvsym(RTLD_NEXT, "fi_getinfo", "FABRIC_1.3");
-    if (!real)
-        return -FI_ENOSYS;
-    if (!hints || !(hints->caps & (FI_LOCAL_COMM | FI_REMOTE_COMM)))
-        return real(version, node, service, flags, hints, info);
-    struct fi_info *h = fi_dupinfo(hints);
-    if (!h)
-        return -FI_ENOMEM;
-    h->caps &= ~(uint64_t)(FI_LOCAL_COMM | FI_REMOTE_COMM);
-    int ret = real(version, node, service, flags, h, info);
-    fi_freeinfo(h);
-    return ret;
-}
-EOF
-    echo 'FABRIC_1.3 { global: fi_getinfo; local: *; };' >"$work/ofi_caps_shim.map"
-    if "$CC" -O2 -Wall -Wextra -Werror -shared -fPIC \
-         -Wl,--version-script="$work/ofi_caps_shim.map" \
-         -o "$work/ofi_caps_shim.so" "$work/ofi_caps_shim.c" -ldl -lfabric; then
-        shim=$work/ofi_caps_shim.so
-        say "-- built $shim (drops FI_LOCAL_COMM|FI_REMOTE_COMM from Open MPI's fi_getinfo hints; needed for shm)"
-        return 0
-    fi
-    say "!! could not build the fi_getinfo shim (libfabric-dev missing?)"
-    return 1
-}
+# build_shim (bench/mpi_common.sh) makes bench/ofi_caps_shim.c, which lets
+# Open MPI's OFI MTL select libfabric's shm provider.
 
 ps_run=$build/tools/ps_comm_run
 ps_bin=$build/examples/pingpong
@@ -192,11 +140,7 @@ run_one() {
     local rows
     rows=$(grep -cE '^[0-9]+,[0-9.eE+-]+,[0-9.eE+-]+$' "$out.csv")
     if [[ $rc -ne 0 || $rows -eq 0 ]]; then
-        local kept="no data"
-        [[ $rows -gt 0 ]] && kept="its $rows complete rows are kept"
-        [[ $rc -eq 124 ]] && kept+=", killed after RUN_TIMEOUT=$RUN_TIMEOUT s"
-        say "   round $r $stack: FAILED (rc=$rc; $kept) - see $out.err"
-        tail -n 5 "$out.err" | sed 's/^/     | /'
+        report_failed "round $r $stack" "$rc" "$rows" "$out"
     else
         say "   round $r $stack: $rows sizes in $((SECONDS - t0)) s"
     fi
@@ -215,26 +159,7 @@ verify_ofi() {
     say "-- verifying Open MPI uses pml cm / mtl ofi / libfabric provider $p:"
     show_cmd "${v[@]}"
     timeout 120 "${v[@]}" >"$log" 2>&1
-    local ok=1
-    grep -q 'select: component cm selected' "$log" || ok=0
-    grep -q 'select: component ofi selected' "$log" || ok=0
-    grep -qE '^8,[0-9.]+,[0-9.]+$' "$log" || ok=0
-    local dom fab nprov
-    dom=$(grep -m1 -o 'mtl:ofi:provider: .*' "$log" | awk '{print $2}')
-    fab=$(grep -m1 -o 'Opened fabric: .*' "$log" | sed 's/Opened fabric: //')
-    # libfabric log lines read libfabric:PID:TS:<core prov>:<prov>:<subsys>:
-    # and the core field is empty once endpoints are live.  Count AV /
-    # endpoint / fabric activity of provider $p (for tcp: its RDM utility
-    # layer ofi_rxm, which FI_PROVIDER=tcp only allows on top of tcp).
-    nprov=$(grep -cE "^libfabric:[0-9]+:[0-9]+::($p|ofi_rxm|ofi_rxd):(av|ep_ctrl|ep_data|fabric|cq):" "$log")
-    if [[ $ok == 1 && $nprov -gt 0 ]]; then
-        say "   OK: pml cm + mtl ofi selected on both ranks; FI_PROVIDER=$p; OFI domain '$dom', fabric '$fab'; $nprov libfabric log lines from provider '$p'"
-        grep -m2 -E 'mtl:ofi:provider:|Opened fabric:' "$log" | sed 's/^/     | /'
-        return 0
-    fi
-    say "   NOT VERIFIED (cm/ofi selected=$ok, provider lines=$nprov): OMPI-ofi skipped for $p; log: $log"
-    tail -n 8 "$log" | sed 's/^/     | /'
-    return 1
+    check_ofi_log "$p" "$log" '^8,[0-9.]+,[0-9.]+$'
 }
 
 # ----------------------------------------------------------------- runs ----
@@ -245,14 +170,7 @@ for p in $PROVIDERS; do
     say "== provider $p"
     stacks=()
     [[ $have_pscomm == 1 ]] && stacks+=(pscomm)
-    if [[ -n $mpi_bin ]]; then
-        if [[ $p != shm ]] || build_shim; then
-            verify_ofi "$p" && stacks+=(ompi_ofi)
-        else
-            say "!! OMPI-ofi skipped for shm (no shim)"
-        fi
-        stacks+=(ompi_native)
-    fi
+    [[ -n $mpi_bin ]] && add_ompi_stacks "$p"
     [[ -n $zmq_bin ]] && stacks+=(zmq)
     enabled[$p]="${stacks[*]}"
     say "-- commands (provider $p):"
@@ -274,12 +192,8 @@ median() {
     for f in "$OUTDIR/$p/$s".*.csv; do
         [[ -e $f ]] || continue
         awk -F, -v n="$size" -v c="$col" '$1 == n && NF == 3 {print $c}' "$f"
-    done | sort -g | awk '{v[NR] = $1}
-        END { if (NR == 0) print "-";
-              else if (NR % 2) print v[(NR + 1) / 2];
-              else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+    done | median_of %.3f
 }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "-" || b == "-" || b + 0 == 0) print "-"; else printf "%.3g\n", a / b }'; }
 
 label() {
     case $1 in

@@ -21,16 +21,13 @@ void psc_ring_allgather(struct psc_sched *s, const struct psc_coll_args *a,
 {
 	int n = a->size, r = a->rank, right = psc_mod(r + 1, n),
 	    left = psc_mod(r - 1, n);
-	size_t es = a->esize, off, maxblk, nseg;
-	int *got;
+	size_t es = a->esize, nseg;
+	int *got = psc_sched_marks(s, a, count, &nseg);
 
-	psc_block(count, n, 0, &off, &maxblk);
-	nseg = psc_nseg(maxblk, a->seg);
-	got = psc_sched_tmp(s, (nseg ? nseg : 1) * sizeof(int));
 	if (!got)
 		return;
-	for (size_t j = 0; j < nseg; j++)
-		got[j] = ready ? ready[j] : -1;
+	for (size_t j = 0; ready && j < nseg; j++)
+		got[j] = ready[j];
 	for (int k = 0; k < n - 1; k++) {
 		int sb = psc_mod(r - k + shift, n);
 		int rb = psc_mod(r - k - 1 + shift, n);

@@ -14,12 +14,9 @@
 
 int psc_allreduce_ring(struct psc_sched *s, const struct psc_coll_args *a)
 {
-	size_t off, maxblk, nseg;
-	int *last;
+	size_t nseg;
+	int *last = psc_sched_marks(s, a, a->count, &nseg);
 
-	psc_block(a->count, a->size, 0, &off, &maxblk);
-	nseg = psc_nseg(maxblk, a->seg);
-	last = psc_sched_tmp(s, (nseg ? nseg : 1) * sizeof(int));
 	if (!last)
 		return 0;
 	psc_ring_reduce_scatter(s, a, a->recvbuf, a->count, 1, last);

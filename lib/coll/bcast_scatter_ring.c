@@ -13,17 +13,12 @@
 int psc_bcast_scatter_ring(struct psc_sched *s, const struct psc_coll_args *a)
 {
 	int n = a->size, v = psc_mod(a->rank - a->root, n);
-	size_t es = a->esize, off, len, maxblk, nseg;
+	size_t es = a->esize, off, len, nseg;
 	char *buf = a->recvbuf;
-	int *ready;
+	int *ready = psc_sched_marks(s, a, a->count, &nseg);
 
-	psc_block(a->count, n, 0, &off, &maxblk);
-	nseg = psc_nseg(maxblk, a->seg);
-	ready = psc_sched_tmp(s, (nseg ? nseg : 1) * sizeof(int));
 	if (!ready)
 		return 0;
-	for (size_t j = 0; j < nseg; j++)
-		ready[j] = -1;
 	if (v == 0) {
 		for (int b = 1; b < n; b++) {
 			psc_block(a->count, n, b, &off, &len);

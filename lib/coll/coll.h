@@ -72,6 +72,13 @@ int psc_sched_fence(struct psc_sched *s);
 void psc_sched_after(struct psc_sched *s, int op, int dep);
 /* Scratch memory freed with the schedule; NULL (sticky error) if none. */
 void *psc_sched_tmp(struct psc_sched *s, size_t len);
+/*
+ * Per-segment operation marks for count elements split over the ranks:
+ * an array of *nseg ints (segments of the largest block), all -1, freed
+ * with the schedule; NULL (sticky error) if out of memory.
+ */
+int *psc_sched_marks(struct psc_sched *s, const struct psc_coll_args *a,
+		     size_t count, size_t *nseg);
 
 /* ------------------------------------------------------ shared helpers */
 

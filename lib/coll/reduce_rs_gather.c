@@ -12,13 +12,10 @@
 int psc_reduce_rs_gather(struct psc_sched *s, const struct psc_coll_args *a)
 {
 	int n = a->size, r = a->rank, root = a->root;
-	size_t es = a->esize, bytes = a->count * es, off, len, maxblk, nseg;
+	size_t es = a->esize, bytes = a->count * es, off, len, nseg;
 	char *work = r == root ? a->recvbuf : psc_sched_tmp(s, bytes);
-	int *last;
+	int *last = psc_sched_marks(s, a, a->count, &nseg);
 
-	psc_block(a->count, n, 0, &off, &maxblk);
-	nseg = psc_nseg(maxblk, a->seg);
-	last = psc_sched_tmp(s, (nseg ? nseg : 1) * sizeof(int));
 	if (!work || !last)
 		return 0;
 	if (work != a->sendbuf)

@@ -195,24 +195,11 @@ int psc_sched_recv(struct psc_sched *s, void *buf, size_t len, int peer)
 	return add_p2p(s, SOP_RECV, buf, len, peer);
 }
 
-int psc_sched_reduce(struct psc_sched *s, void *inout, const void *in,
-		     size_t count, bool in_left)
+/* A local step (reduce or copy) from src into dst. */
+static int add_local(struct psc_sched *s, enum sop_kind kind, void *dst,
+		     const void *src, size_t len)
 {
-	int i = add_op(s, SOP_REDUCE);
-
-	if (i < 0)
-		return -1;
-	s->ops[i].dst = inout;
-	s->ops[i].src = in;
-	s->ops[i].len = count;
-	s->ops[i].in_left = in_left;
-	return i;
-}
-
-int psc_sched_copy(struct psc_sched *s, void *dst, const void *src,
-		   size_t len)
-{
-	int i = add_op(s, SOP_COPY);
+	int i = add_op(s, kind);
 
 	if (i < 0)
 		return -1;
@@ -222,13 +209,43 @@ int psc_sched_copy(struct psc_sched *s, void *dst, const void *src,
 	return i;
 }
 
+int psc_sched_reduce(struct psc_sched *s, void *inout, const void *in,
+		     size_t count, bool in_left)
+{
+	int i = add_local(s, SOP_REDUCE, inout, in, count);
+
+	if (i >= 0)
+		s->ops[i].in_left = in_left;
+	return i;
+}
+
+int psc_sched_copy(struct psc_sched *s, void *dst, const void *src,
+		   size_t len)
+{
+	return add_local(s, SOP_COPY, dst, src, len);
+}
+
 int psc_sched_fence(struct psc_sched *s)
 {
-	int i = add_op(s, SOP_COPY);
+	int i = add_local(s, SOP_COPY, NULL, NULL, 0);
 
 	if (i >= 0)
 		s->ops[i].fence = true;
 	return i;
+}
+
+int *psc_sched_marks(struct psc_sched *s, const struct psc_coll_args *a,
+		     size_t count, size_t *nseg)
+{
+	size_t off, maxblk;
+	int *m;
+
+	psc_block(count, a->size, 0, &off, &maxblk);
+	*nseg = psc_nseg(maxblk, a->seg);
+	m = psc_sched_tmp(s, (*nseg ? *nseg : 1) * sizeof(int));
+	for (size_t j = 0; m && j < *nseg; j++)
+		m[j] = -1;
+	return m;
 }
 
 void *psc_sched_tmp(struct psc_sched *s, size_t len)

@@ -29,22 +29,11 @@
 #include <unistd.h>
 
 #include "psc.h"
+#include "suite.h"
 
-static int rank, size, quick, failures;
+static int quick;
 static ps_comm_t comm;
 static uint64_t result_hash = 1469598103934665603ULL;
-
-static void fail(const char *test, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "not ok - rank %d %s: ", rank, test);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	failures++;
-}
 
 static const char *dtype_name[] = {"int8",    "uint8",	  "int32",
 				   "uint32",  "int64",	  "uint64",
@@ -545,7 +534,14 @@ static void test_barrier(void)
 	char path[64];
 	int fd, rounds = quick ? 10 : 40;
 
-	snprintf(path, sizeof(path), "/tmp/pscomm-barrier-%d", (int)getppid());
+	/* One file per job: ranks share PS_COMM_ROOT (else their parent). */
+	{
+		const char *root = getenv("PS_COMM_ROOT");
+		uint64_t h = psc_fnv1a(PSC_FNV_INIT, root ? root : "", root ? strlen(root) : 0);
+
+		snprintf(path, sizeof(path), "/tmp/pscomm-barrier-%llx-%d",
+			 (unsigned long long)h, root ? 0 : (int)getppid());
+	}
 	if (rank == 0)
 		unlink(path);
 	ps_comm_barrier(comm);

@@ -17,33 +17,12 @@
 #include <string.h>
 
 #include "ps_comm.h"
+#include "suite.h"
 
-static int rank, size, quick, failures;
+static int quick;
 static ps_comm_t comm;
 /* Barriers run on their own communicator so wildcards never see them. */
 static ps_comm_t ctl;
-
-static void fail(const char *test, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "not ok - rank %d %s: ", rank, test);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	failures++;
-}
-
-#define CHECK_RC(test, call)                                                   \
-	do {                                                                   \
-		int rc_ = (call);                                              \
-		if (rc_) {                                                     \
-			fail(test, "%s: %s (line %d)", #call,                  \
-			     ps_comm_strerror(rc_), __LINE__);                 \
-			return;                                                \
-		}                                                              \
-	} while (0)
 
 static unsigned char pat(int src, size_t salt, size_t i)
 {

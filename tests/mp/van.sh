@@ -12,6 +12,19 @@ KV="$top_builddir/examples/kvstore"
 providers=${PSC_TEST_PROVIDERS:-tcp shm}
 want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
+# kvstore_start ROLE COUNT ARGS...: COUNT kvstore processes of ROLE in the
+# background, output appended to $log, their pids appended to $pids.
+kvstore_start() {
+	role=$1 n=$2
+	shift 2
+	i=0
+	while [ $i -lt "$n" ]; do
+		DMLC_ROLE=$role timeout 120 "$KV" "$@" >>"$log" 2>&1 &
+		pids="$pids $!"
+		i=$((i + 1))
+	done
+}
+
 # kvstore_job PROVIDER SERVERS WORKERS ARGS...: one check.
 kvstore_job() {
 	prov=$1 ns=$2 nw=$3
@@ -22,20 +35,9 @@ kvstore_job() {
 	port=$((20000 + ($$ * 7 + ns * 131 + nw * 17) % 30000))
 	export FI_PROVIDER=$prov DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=$ns DMLC_NUM_WORKER=$nw
-	DMLC_ROLE=scheduler timeout 120 "$KV" "$@" >>"$log" 2>&1 &
-	pids="$!"
-	i=0
-	while [ $i -lt "$ns" ]; do
-		DMLC_ROLE=server timeout 120 "$KV" "$@" >>"$log" 2>&1 &
-		pids="$pids $!"
-		i=$((i + 1))
-	done
-	i=0
-	while [ $i -lt "$nw" ]; do
-		DMLC_ROLE=worker timeout 120 "$KV" "$@" >>"$log" 2>&1 &
-		pids="$pids $!"
-		i=$((i + 1))
-	done
+	kvstore_start scheduler 1 "$@"
+	kvstore_start server "$ns" "$@"
+	kvstore_start worker "$nw" "$@"
 	bad=0
 	for p in $pids; do
 		wait "$p" || bad=1

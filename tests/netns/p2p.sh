@@ -1,6 +1,6 @@
 #!/bin/bash
-# tests/netns/p2p.sh: pscomm point-to-point across "hosts", one network
-# namespace per rank (see README.md).  Needs root; exit 77 (skip) otherwise.
+# tests/netns/p2p.sh: pscomm point-to-point and collectives across "hosts",
+# one network namespace per rank (see README.md).  Needs root; exit 77 (skip) otherwise.
 #
 #	sudo tests/netns/p2p.sh			# from the build directory
 #	NETNS_HOSTS=4 NETNS_VERBOSE=1 tests/netns/p2p.sh
@@ -24,6 +24,8 @@ fi
 top_builddir=${top_builddir:-.}
 PINGPONG=$top_builddir/examples/pingpong
 P2P_SUITE=$top_builddir/tests/mp/p2p_suite
+ALLREDUCE=$top_builddir/examples/allreduce
+COLL_SUITE=$top_builddir/tests/mp/coll_suite
 HOSTS=${NETNS_HOSTS:-3}
 TMO=${NETNS_TIMEOUT:-120}
 export FI_PROVIDER=${FI_PROVIDER:-tcp}
@@ -274,6 +276,51 @@ if [ -x "$P2P_SUITE" ]; then
 else
 	skip "p2p_suite: $P2P_SUITE not built (IPv4 and IPv6 root)"
 	skipped_real=$((skipped_real + 2))
+fi
+
+# Collectives across hosts: the allreduce example checking every element,
+# once clean and once with 2% of the packets into one host dropped (the
+# tcp provider retransmits; results must stay exact), then the quick
+# collectives suite.
+# allreduce_ok LOG: exit 0 and every CSV row with 0 errors, 12 rows.
+allreduce_ok() {
+	[ "$RC" = 0 ] || return 1
+	awk -F, 'NF == 9 && $1 ~ /^\[[0-9]+\] [0-9]+$/ {
+			rows++; if ($9 != 0) bad++ }
+		END { exit !(rows == 12 && bad == 0) }' "$1"
+}
+if [ -x "$ALLREDUCE" ]; then
+	run allreduce "$TMO" "$ALLREDUCE" -m 4 -M 8192 -c --csv
+	if allreduce_ok "$tmp/allreduce.log"; then
+		ok "allreduce -c: $NETNS_COUNT hosts, 4 B to 8 KiB, 0 wrong elements"
+		passed_real=$((passed_real + 1))
+	else
+		not_ok "allreduce -c: status $RC (ranks ${NETNS_RANK_RC[*]})"
+	fi
+	netns_loss 1 2
+	run allreduce_loss "$TMO" "$ALLREDUCE" -m 4 -M 8192 -c --csv
+	netns_loss 1 0
+	if allreduce_ok "$tmp/allreduce_loss.log"; then
+		ok "allreduce -c with 2% packet loss into host 1: exact"
+		passed_real=$((passed_real + 1))
+	else
+		not_ok "allreduce -c with 2% loss: status $RC (ranks ${NETNS_RANK_RC[*]})"
+	fi
+else
+	skip "allreduce: $ALLREDUCE not built"
+	skipped_real=$((skipped_real + 2))
+fi
+if [ -x "$COLL_SUITE" ]; then
+	run coll_suite "$TMO" "$COLL_SUITE" --quick
+	if [ "$RC" = 0 ]; then
+		ok "coll_suite --quick: $NETNS_COUNT hosts"
+		passed_real=$((passed_real + 1))
+	else
+		not_ok "coll_suite --quick: status $RC (ranks ${NETNS_RANK_RC[*]})"
+	fi
+else
+	skip "coll_suite: $COLL_SUITE not built"
+	skipped_real=$((skipped_real + 1))
 fi
 
 # Negative: a missing interface must fail every rank quickly, not hang.
