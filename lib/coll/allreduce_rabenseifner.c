@@ -26,6 +26,7 @@ int psc_allreduce_rabenseifner(struct psc_sched *s,
 	int *ranks, lo = 0, hi = p;
 	char *tmp, *work = a->recvbuf;
 
+	psc_input_to_recvbuf(a);
 	if (a->deterministic)
 		return psc_allreduce_det_log(s, a);
 	ranks = psc_sched_tmp(s, (size_t)p * sizeof(int));

@@ -78,6 +78,7 @@ int psc_allreduce_rd(struct psc_sched *s, const struct psc_coll_args *a)
 	char *tmp = psc_sched_tmp(s, bytes);
 	char *work = a->recvbuf;
 
+	psc_input_to_recvbuf(a);
 	if (a->deterministic)
 		return psc_allreduce_det_log(s, a);
 	if (!ranks || !tmp)

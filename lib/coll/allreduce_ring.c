@@ -19,7 +19,8 @@ int psc_allreduce_ring(struct psc_sched *s, const struct psc_coll_args *a)
 
 	if (!last)
 		return 0;
-	psc_ring_reduce_scatter(s, a, a->recvbuf, a->count, 1, last);
+	psc_ring_reduce_scatter(s, a, a->sendbuf, a->recvbuf, a->count, 1,
+				last);
 	psc_ring_allgather(s, a, a->recvbuf, a->count, 1, last, -1);
 	return 0;
 }

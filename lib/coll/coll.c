@@ -391,10 +391,11 @@ int ps_comm_iallreduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 	rc = check_bufs(c, sendbuf, bytes, recvbuf, bytes, &in_place);
 	if (rc)
 		return rc;
-	/* Every algorithm works in recvbuf. */
-	if (!in_place && bytes)
+	/* The ring reads sendbuf itself; the others copy it first. */
+	a.sendbuf = in_place ? recvbuf : sendbuf;
+	a.recvbuf = recvbuf;
+	if (c->size == 1 && !in_place && bytes)
 		memcpy(recvbuf, sendbuf, bytes);
-	a.sendbuf = a.recvbuf = recvbuf;
 	a.count = count;
 	return coll_start(c, COLL_ALLREDUCE, &a, bytes, req);
 }

@@ -96,6 +96,13 @@ static inline void psc_block(size_t count, int n, int b, size_t *off,
 	*len = q + (ub < r ? 1 : 0);
 }
 
+/* Algorithms that work in recvbuf from the start: copy the input there. */
+static inline void psc_input_to_recvbuf(const struct psc_coll_args *a)
+{
+	if (a->sendbuf != a->recvbuf && a->count)
+		memcpy(a->recvbuf, a->sendbuf, a->count * a->esize);
+}
+
 /* Non-negative remainder. */
 static inline int psc_mod(int a, int n)
 {
@@ -122,18 +129,19 @@ static inline size_t psc_nseg(size_t len, size_t seg)
 }
 
 /*
- * Ring reduce-scatter over the n blocks of work (count elements, block b
- * from psc_block), in place, pipelined in segments: afterwards rank r
- * holds the full reduction of block (r + shift) % n. Each block's result
- * is computed by one rank only. When det_out is true the reduction is
- * instead done by direct exchange in rank order (deterministic mode).
- * last[j] (array of psc_nseg(max block, seg) ints, may be NULL) receives
- * the operation after which segment j of the final block is ready.
+ * Ring reduce-scatter of the n blocks of src (count elements, block b
+ * from psc_block) into work, pipelined in segments: afterwards rank r
+ * holds the full reduction of block (r + shift) % n in work. Each block's
+ * result is computed by one rank only. src may be work (in place); else
+ * work needs no initial contents and src is only read. With
+ * a->deterministic the rank-ordered direct exchange is used instead.
+ * last[j] (array from psc_sched_marks, may be NULL) receives the
+ * operation after which segment j of the final block is ready.
  * Implemented in reduce_scatter_ring.c.
  */
 void psc_ring_reduce_scatter(struct psc_sched *s,
-			     const struct psc_coll_args *a, char *work,
-			     size_t count, int shift, int *last);
+			     const struct psc_coll_args *a, const char *src,
+			     char *work, size_t count, int shift, int *last);
 
 /*
  * Deterministic reduce-scatter: rank r receives block (r + shift) % n of

@@ -18,9 +18,7 @@ int psc_reduce_rs_gather(struct psc_sched *s, const struct psc_coll_args *a)
 
 	if (!work || !last)
 		return 0;
-	if (work != a->sendbuf)
-		memcpy(work, a->sendbuf, bytes);
-	psc_ring_reduce_scatter(s, a, work, a->count, 0, last);
+	psc_ring_reduce_scatter(s, a, a->sendbuf, work, a->count, 0, last);
 	if (r != root) {
 		psc_block(a->count, n, r, &off, &len);
 		for (size_t j = 0; j * a->seg < len; j++) {

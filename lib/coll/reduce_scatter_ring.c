@@ -19,8 +19,8 @@
 #include "coll.h"
 
 void psc_ring_reduce_scatter(struct psc_sched *s,
-			     const struct psc_coll_args *a, char *work,
-			     size_t count, int shift, int *last)
+			     const struct psc_coll_args *a, const char *src,
+			     char *work, size_t count, int shift, int *last)
 {
 	int n = a->size, r = a->rank, right = psc_mod(r + 1, n),
 	    left = psc_mod(r - 1, n);
@@ -31,10 +31,13 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 	psc_block(count, n, 0, &off, &maxblk);
 	nseg = psc_nseg(maxblk, a->seg);
 	if (a->deterministic) {
+		if (src != work)
+			memcpy(work, src, count * es);
 		psc_direct_reduce_scatter(s, a, work, count, shift, last);
 		return;
 	}
-	tmp = psc_sched_tmp(s, 2 * maxblk * es);
+	/* Out of place, segments land in work itself: no scratch. */
+	tmp = src == work ? psc_sched_tmp(s, 2 * maxblk * es) : work;
 	/*
 	 * red[j]: the reduction that last finished segment j of the block
 	 * this rank holds (what it sends next); slot_user[h * nseg + j]: the
@@ -55,16 +58,20 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 
 		psc_block(count, n, sb, &soff, &slen);
 		psc_block(count, n, rb, &roff, &rlen);
+		/* Step 0 sends this rank's own input; later, partials. */
 		for (size_t j = 0; j * a->seg < slen; j++) {
 			size_t o = j * a->seg, l = PSC_SEG_LEN(slen, o, a->seg);
-			int op = psc_sched_send(s, work + (soff + o) * es,
+			const char *from = k ? work : src;
+			int op = psc_sched_send(s, from + (soff + o) * es,
 						l * es, right);
 
 			psc_sched_after(s, op, red[j]);
 		}
 		for (size_t j = 0; j < nseg; j++) {
 			size_t o = j * a->seg, l;
-			char *slot = tmp + (h * maxblk + o) * es;
+			char *slot = src == work
+					     ? tmp + (h * maxblk + o) * es
+					     : work + (roff + o) * es;
 			int rv;
 
 			red[j] = -1;
@@ -73,8 +80,14 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 			l = PSC_SEG_LEN(rlen, o, a->seg);
 			rv = psc_sched_recv(s, slot, l * es, left);
 			psc_sched_after(s, rv, slot_user[h * nseg + j]);
-			red[j] = psc_sched_reduce(s, work + (roff + o) * es,
-						  slot, l, true);
+			/* The partial that arrived is the left operand. */
+			if (src == work)
+				red[j] = psc_sched_reduce(s, work + (roff + o) * es,
+							  slot, l, true);
+			else
+				red[j] = psc_sched_reduce(s, slot,
+							  src + (roff + o) * es,
+							  l, false);
 			psc_sched_after(s, red[j], rv);
 			slot_user[h * nseg + j] = red[j];
 		}
@@ -84,9 +97,9 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 }
 
 /*
- * reduce_scatter: the input (n blocks of count elements) is reduced in a
- * scratch copy, or in recvbuf itself when in place; rank r's block is then
- * moved to the start of recvbuf.
+ * reduce_scatter: the input (n blocks of count elements) is reduced into
+ * scratch memory, or in recvbuf itself when in place; rank r's block is
+ * then moved to the start of recvbuf.
  */
 int psc_reduce_scatter_ring(struct psc_sched *s,
 			    const struct psc_coll_args *a)
@@ -99,9 +112,8 @@ int psc_reduce_scatter_ring(struct psc_sched *s,
 		work = psc_sched_tmp(s, total * a->esize);
 		if (!work)
 			return 0;
-		memcpy(work, a->sendbuf, total * a->esize);
 	}
-	psc_ring_reduce_scatter(s, a, work, total, 0, NULL);
+	psc_ring_reduce_scatter(s, a, a->sendbuf, work, total, 0, NULL);
 	if (work == a->recvbuf && a->rank == 0)
 		return 0;
 	/*
