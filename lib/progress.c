@@ -449,6 +449,14 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		sched_yield();
 		return;
 	}
+	/*
+	 * A few yields first: a peer on this core answers within a time
+	 * slice, and waking from poll costs more than yielding to it.
+	 */
+	if (idle < 16) {
+		sched_yield();
+		return;
+	}
 	if (ep->wait_mode == PSC_WAIT_FD) {
 		struct fid *f = &ep->cq->fid;
 		int rc;
