@@ -11,9 +11,10 @@
 #   ring          T = 2(n-1) a + 2((n-1)/n) m b
 #   rd            T = ceil(log2 n) (a + m b)          (+2 steps if n != 2^k)
 #   rabenseifner  T = 2 log2(p) a + 2((p-1)/p) m b    (+2 a + 2 m b if n != p)
-# (the reduction term g is folded into b), and prints measured time, model
-# time and their ratio. A ratio far from 1 at large n shows what the model
-# leaves out, e.g. more ranks than cores.
+# (the reduction term g is folded into b), once for all rank counts and once
+# per rank count, and prints measured time, both models' times and ratios.
+# A per-count alpha or beta that grows with n shows what the model leaves
+# out, e.g. more ranks than cores.
 set -euo pipefail
 prov=tcp ranks="2 4 8" algo=ring min=65536 max=67108864 runs=3
 while getopts "p:n:a:m:M:r:" o; do
@@ -54,19 +55,32 @@ def terms(n, m):
     k = 2 * int(math.log2(p))
     return k + extra, 2 * (p - 1) / p * m + extra * m
 rows = sorted((n, m, statistics.median(ts)) for (n, m), ts in pts.items())
-# least squares for t = a*x + b*y, both >= 0
-sxx = sxy = syy = sxt = syt = 0.0
-for n, m, t in rows:
-    x, y = terms(n, m)
-    sxx += x * x; sxy += x * y; syy += y * y; sxt += x * t; syt += y * t
-det = sxx * syy - sxy * sxy
-a = max((sxt * syy - syt * sxy) / det, 0.0)
-b = max((syt * sxx - sxt * sxy) / det, 0.0)
-print("# %s: alpha = %.1f us, beta = %.3f ns/byte (%.2f GB/s)"
-      % (algo, a, b * 1e3, 1e-3 / b if b else float("inf")))
-print("%5s %10s %12s %12s %7s" % ("ranks", "bytes", "measured_us", "model_us", "ratio"))
+def fit(sel):
+    """least squares for t = a*x + b*y over sel, both >= 0"""
+    sxx = sxy = syy = sxt = syt = 0.0
+    for n, m, t in sel:
+        x, y = terms(n, m)
+        sxx += x * x; sxy += x * y; syy += y * y; sxt += x * t; syt += y * t
+    det = sxx * syy - sxy * sxy
+    if det == 0:
+        return 0.0, (syt / syy if syy else 0.0)
+    return (max((sxt * syy - syt * sxy) / det, 0.0),
+            max((syt * sxx - sxt * sxy) / det, 0.0))
+a, b = fit(rows)
+print("# %s, one model for every rank count: alpha = %.1f us, beta = %.3f ns/byte"
+      % (algo, a, b * 1e3))
+fits = {}
+for n in sorted({r[0] for r in rows}):
+    fits[n] = fit([r for r in rows if r[0] == n])
+    print("# %d ranks alone: alpha = %.1f us, beta = %.3f ns/byte (%.2f GB/s)"
+          % (n, fits[n][0], fits[n][1] * 1e3,
+             1e-3 / fits[n][1] if fits[n][1] else float("inf")))
+print("%5s %10s %12s %12s %7s %12s %7s" % ("ranks", "bytes", "measured_us",
+      "model_us", "ratio", "own_fit_us", "ratio"))
 for n, m, t in rows:
     x, y = terms(n, m)
     mod = a * x + b * y
-    print("%5d %10d %12.1f %12.1f %7.2f" % (n, m, t, mod, t / mod if mod else 0))
+    own = fits[n][0] * x + fits[n][1] * y
+    print("%5d %10d %12.1f %12.1f %7.2f %12.1f %7.2f"
+          % (n, m, t, mod, t / mod if mod else 0, own, t / own if own else 0))
 PY
