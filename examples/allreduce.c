@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ps_comm.h"
+#include "example.h"
 
 #define ALGO_ENV "PS_COMM_ALLREDUCE_ALGO"
 /* Ranks beyond this add zeros in floating-point sums, which stay exact. */
@@ -44,14 +44,6 @@ struct opts {
 	int check, csv;
 };
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -65,25 +57,6 @@ static void usage(FILE *f)
 		"  -i ITERS: timed calls per size (default: 5 to 1000, "
 		"fewer for large sizes)\n"
 		"  -c: check every result\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	if (end == s || *s == '-')
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		v <<= 30, end++;
-	if (*end)
-		return -1;
-	*out = (size_t)v;
-	return 0;
 }
 
 /* Index of name in names[0..n), or -1. */
@@ -322,15 +295,6 @@ struct result {
 	double time_us;	 /* slowest rank's average */
 	uint64_t errors; /* over all ranks */
 };
-
-#define TRY(x, c, w)                                                           \
-	do {                                                                   \
-		int rc_ = (x);                                                 \
-		if (rc_) {                                                     \
-			(c)->what = (w);                                       \
-			return rc_;                                            \
-		}                                                              \
-	} while (0)
 
 /* One call, timed; checked with -c. Adds its time to *us. */
 static int one_call(struct ctx *c, const struct opts *o, size_t count,

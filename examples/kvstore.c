@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include <ps_comm/van.h>
+#include "example.h"
 
 enum cmd {
 	REGISTER = 1, /* node -> scheduler: role, port, host */
@@ -143,14 +144,6 @@ static float want_sum(const struct ctx *c, int round, int k, size_t j)
 {
 	return (float)(round * c->nworker * (c->nworker + 1) / 2 *
 		       (int)(1 + (j + (size_t)k) % 4));
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* ------------------------------------------------------- scheduler */
@@ -391,7 +384,7 @@ static void worker(struct ctx *c)
 			vals[k][j] = push_value(windex, k, j);
 	}
 	for (int r = 1; r <= c->rounds; r++) {
-		t = now();
+		t = now_us() * 1e-6;
 		for (int k = 0; k < c->keys; k++) {
 			w[0] = PUSH;
 			w[1] = (uint32_t)k;
@@ -399,9 +392,9 @@ static void worker(struct ctx *c)
 				 vals[k], nf * sizeof(float));
 		}
 		await(c, PUSHED, c->keys, r);
-		tpush += now() - t;
+		tpush += now_us() * 1e-6 - t;
 		barrier(c);
-		t = now();
+		t = now_us() * 1e-6;
 		for (int k = 0; k < c->keys; k++) {
 			w[0] = PULL;
 			w[1] = (uint32_t)k;
@@ -409,7 +402,7 @@ static void worker(struct ctx *c)
 				 0);
 		}
 		await(c, PULLED, c->keys, r);
-		tpull += now() - t;
+		tpull += now_us() * 1e-6 - t;
 		/* Nobody pushes the next round before all pulled this one. */
 		barrier(c);
 	}

@@ -9,9 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "ps_comm.h"
+#include "example.h"
 
 #define WINDOW 64
 #define TAG_PING 1
@@ -25,37 +25,10 @@ struct opts {
 	int csv;
 };
 
-static double now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pingpong [-m MIN] [-M MAX] [-i ITERS] [-w WARMUP] "
 		"[--csv]\n  sizes in bytes (K/M suffixes), default 1 to 4M\n");
-}
-
-static int parse_size(const char *s, size_t *out)
-{
-	char *end;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	if (end == s || *s == '-')
-		return -1;
-	if (*end == 'K' || *end == 'k')
-		v <<= 10, end++;
-	else if (*end == 'M' || *end == 'm')
-		v <<= 20, end++;
-	else if (*end == 'G' || *end == 'g')
-		v <<= 30, end++;
-	if (*end)
-		return -1;
-	*out = (size_t)v;
-	return 0;
 }
 
 static int parse_opts(int argc, char **argv, struct opts *o)
@@ -117,15 +90,6 @@ struct ctx {
 	unsigned char *buf;
 	const char *what;
 };
-
-#define TRY(x, c, w)                                                           \
-	do {                                                                   \
-		int rc_ = (x);                                                 \
-		if (rc_) {                                                     \
-			(c)->what = (w);                                       \
-			return rc_;                                            \
-		}                                                              \
-	} while (0)
 
 /* Half round trip in microseconds over n iterations. */
 static int latency(struct ctx *c, size_t size, int n, double *us)

@@ -440,12 +440,6 @@ static void test_reductions(void)
 	check_identical("reduce and reduce_scatter");
 }
 
-/* Rank src's allgather/bcast bytes: a pattern any rank can recompute. */
-static unsigned char pat(int src, unsigned salt, size_t i)
-{
-	return (unsigned char)(src * 37 + salt * 11 + i * 131 + 7);
-}
-
 static void test_allgather_bcast(void)
 {
 	static const char *ag_algos[] = {"ring", "rd"};

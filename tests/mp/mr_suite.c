@@ -20,25 +20,6 @@
 
 static ps_comm_t comm;
 
-static unsigned char pat(int src, size_t salt, size_t i)
-{
-	return (unsigned char)((size_t)src * 29 + salt * 13 + i * 151 + 3);
-}
-
-static void fill(unsigned char *b, size_t n, int src, size_t salt)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = pat(src, salt, i);
-}
-
-static long verify(const unsigned char *b, size_t n, int src, size_t salt)
-{
-	for (size_t i = 0; i < n; i++)
-		if (b[i] != pat(src, salt, i))
-			return (long)i;
-	return -1;
-}
-
 static void ok(const char *test)
 {
 	char c = 0;

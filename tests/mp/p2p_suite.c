@@ -24,32 +24,6 @@ static ps_comm_t comm;
 /* Barriers run on their own communicator so wildcards never see them. */
 static ps_comm_t ctl;
 
-static unsigned char pat(int src, size_t salt, size_t i)
-{
-	return (unsigned char)((size_t)src * 37 + salt * 11 + i * 131 + 7);
-}
-
-static void fill(unsigned char *b, size_t n, int src, size_t salt)
-{
-	for (size_t i = 0; i < n; i++)
-		b[i] = pat(src, salt, i);
-}
-
-/* Index of the first wrong byte in b[from..n), or -1. */
-static long verify_from(const unsigned char *b, size_t from, size_t n,
-			int src, size_t salt)
-{
-	for (size_t i = from; i < n; i++)
-		if (b[i] != pat(src, salt, i))
-			return (long)i;
-	return -1;
-}
-
-static long verify(const unsigned char *b, size_t n, int src, size_t salt)
-{
-	return verify_from(b, 0, n, src, salt);
-}
-
 /* Rank 0 collects everyone, then releases everyone. */
 static void barrier(void)
 {
