@@ -231,26 +231,57 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->argv = argv + optind;
 }
 
+/* The first port of the kernel's ephemeral range (Linux's default 32768). */
+static int ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	int lo = 32768;
+
+	if (f) {
+		if (fscanf(f, "%d", &lo) != 1 || lo < 2048 || lo > 65535)
+			lo = 32768;
+		fclose(f);
+	}
+	return lo;
+}
+
+/* Whether port is free on 127.0.0.1 right now (it is bound and released). */
+static bool port_free(int port)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sa.sin_port = htons((uint16_t)port);
+	ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+	close(fd);
+	return ok;
+}
+
 /*
- * Return a TCP port on 127.0.0.1 that is free right now, or -1.  Rank 0
- * binds it a moment later; another process could take it in between, but
- * the kernel hands out ephemeral ports so that this is rare.
+ * Return a TCP port on 127.0.0.1 that is free right now, or -1. Rank 0
+ * binds it a moment later. The port is taken below the kernel's ephemeral
+ * range: the ranks' own sockets (the tcp and sockets providers bind while
+ * rank 0 starts) get ephemeral ports and so can never take it in between.
  */
 static int pick_port(void)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET };
-	socklen_t len = sizeof sa;
-	int fd, port = -1;
+	int lo = ephemeral_low(), base, span;
 
-	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -1;
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (!bind(fd, (struct sockaddr *)&sa, sizeof sa) &&
-	    !getsockname(fd, (struct sockaddr *)&sa, &len))
-		port = ntohs(sa.sin_port);
-	close(fd);
-	return port;
+	base = lo > 16384 + 1024 ? lo - 16384 : 1024;
+	span = lo - base;
+	srand((unsigned)getpid() ^ (unsigned)time(NULL));
+	for (int i = 0; i < 200 && span > 0; i++) {
+		int port = base + rand() % span;
+
+		if (port_free(port))
+			return port;
+	}
+	errno = EADDRINUSE;
+	return -1;
 }
 
 /* Set the environment all ranks share; false (after a message) if not. */
