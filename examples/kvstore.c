@@ -33,7 +33,7 @@ enum cmd {
 	REGISTER = 1, /* node -> scheduler: role, port, host */
 	TABLE,	      /* scheduler -> node: your id, then every node */
 	BARRIER,      /* node -> scheduler */
-	RELEASE,      /* scheduler -> node: barrier passed */
+	RELEASE,      /* scheduler -> worker: barrier passed */
 	PUSH,	      /* worker -> server: key; segment: values */
 	PUSHED,	      /* server -> worker: key */
 	PULL,	      /* worker -> server: key */
@@ -201,6 +201,9 @@ static void scheduler(struct ctx *c)
 	/*
 	 * Barriers until every worker is done: the first one of every node,
 	 * once all are connected, then the workers' barriers between rounds.
+	 * Only workers (odd ids) wait for a release: a server serves as soon
+	 * as it is connected, since a worker's first push may overtake the
+	 * scheduler's message to that server (no order across senders).
 	 */
 	while (finished < c->nworker) {
 		recv_msg(c, &m);
@@ -209,8 +212,7 @@ static void scheduler(struct ctx *c)
 
 			waiting = 0;
 			for (int i = 0; i < total; i++)
-				if (need == total ||
-				    c->nodes[i].id % 2 == 1)
+				if (c->nodes[i].id % 2 == 1)
 					send_msg(c, c->nodes[i].id, &w, 1,
 						 NULL, NULL, 0);
 			need = c->nworker;
@@ -228,7 +230,26 @@ static void scheduler(struct ctx *c)
 
 /* ------------------------------------------------ servers, workers */
 
-/* Register, get the table, connect to everyone, then one barrier. */
+/* Wait at the scheduler's barrier until it releases this worker. */
+static void barrier(struct ctx *c)
+{
+	uint32_t w = BARRIER;
+	ps_comm_van_msg_t m;
+
+	send_msg(c, SCHEDULER_ID, &w, 1, NULL, NULL, 0);
+	recv_msg(c, &m);
+	if (word(&m, 0) != RELEASE) {
+		fprintf(stderr, "kvstore: expected the barrier's release, got "
+			"message %u from node %d\n", word(&m, 0), m.sender);
+		exit(1);
+	}
+	ps_comm_van_msg_release(&m);
+}
+
+/*
+ * Register, get the table, connect to everyone, then one barrier: a
+ * worker returns once every node is connected, a server at once.
+ */
 static void join(struct ctx *c, const char *root, int root_port)
 {
 	uint32_t w[3] = {REGISTER, (uint32_t)c->role, (uint32_t)c->self.port};
@@ -270,15 +291,13 @@ static void join(struct ctx *c, const char *root, int root_port)
 	}
 	c->nnodes = (int)n;
 	ps_comm_van_msg_release(&m);
-	/* Once past this, everyone can reach everyone. */
-	w[0] = BARRIER;
-	send_msg(c, SCHEDULER_ID, w, 1, NULL, NULL, 0);
-	recv_msg(c, &m);
-	if (word(&m, 0) != RELEASE) {
-		fprintf(stderr, "kvstore: expected the barrier's release\n");
-		exit(1);
+	/* Once a worker is past this, everyone can reach everyone. */
+	if (c->role == SERVER) {
+		w[0] = BARRIER;
+		send_msg(c, SCHEDULER_ID, w, 1, NULL, NULL, 0);
+	} else {
+		barrier(c);
 	}
-	ps_comm_van_msg_release(&m);
 }
 
 static void server(struct ctx *c)
@@ -353,20 +372,6 @@ static void await(struct ctx *c, uint32_t cmd, int n, int round)
 		}
 		ps_comm_van_msg_release(&m);
 	}
-}
-
-static void barrier(struct ctx *c)
-{
-	uint32_t w = BARRIER;
-	ps_comm_van_msg_t m;
-
-	send_msg(c, SCHEDULER_ID, &w, 1, NULL, NULL, 0);
-	recv_msg(c, &m);
-	if (word(&m, 0) != RELEASE) {
-		fprintf(stderr, "kvstore: expected the barrier's release\n");
-		exit(1);
-	}
-	ps_comm_van_msg_release(&m);
 }
 
 static void worker(struct ctx *c)
