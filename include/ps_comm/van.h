@@ -109,8 +109,10 @@ PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
  * Block until a message arrives and fill msg. One thread at a time; that
  * thread also drives the van's progress and hands back finished sends.
  * Messages come in the order their first frames arrived, so those of one
- * sender keep their order. Malformed frames, frames from senders this van
- * never served, and messages whose pieces fail or stall past
+ * sender keep their order. Messages of different senders have no order,
+ * even when one caused the other (A tells B, B then sends to C: C may see
+ * B's message before A's). Malformed frames, frames from senders this
+ * van never served, and messages whose pieces fail or stall past
  * PS_COMM_OP_TIMEOUT are logged and dropped. Fails with PS_COMM_ERR_ARG
  * on a van that is not bound.
  */
