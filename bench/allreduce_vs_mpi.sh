@@ -111,8 +111,7 @@ mpich_bin=""
 shim=""
 
 build_peer() { # $1 compiler, $2 output
-    show_cmd "$1" -O2 -Wall -Wextra -Werror -o "$2" "$here/mpi_allreduce.c"
-    "$1" -O2 -Wall -Wextra -Werror -o "$2" "$here/mpi_allreduce.c"
+    compile_peer "$1" "$2" "$here/mpi_allreduce.c"
 }
 
 mpi_has_type=1
@@ -147,13 +146,7 @@ fi
 # build_shim (bench/mpi_common.sh) makes bench/ofi_caps_shim.c, which lets
 # Open MPI's OFI MTL select libfabric's shm provider.
 
-ps_run=$build/tools/ps_comm_run
-ps_bin=$build/examples/allreduce
-have_pscomm=1
-if [[ ! -x $ps_run || ! -x $ps_bin ]]; then
-    have_pscomm=0
-    say "!! pscomm skipped: need $ps_bin and $ps_run (build pscomm first)"
-fi
+find_pscomm allreduce
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # --mca on the command line overrides Debian's openmpi-mca-params.conf

@@ -15,6 +15,27 @@ show_cmd() { # print a command (with its env prefix) so it can be re-run
     say "  \$ ${s% }"
 }
 
+# Compile bench peer $3 with compiler $1 into $2 (further link arguments
+# follow), showing the command first so it can be re-run by hand.
+compile_peer() {
+    local cc=$1 out=$2 src=$3
+    shift 3
+    show_cmd "$cc" -O2 -Wall -Wextra -Werror -o "$out" "$src" "$@"
+    "$cc" -O2 -Wall -Wextra -Werror -o "$out" "$src" "$@"
+}
+
+# Set ps_run and ps_bin (examples/$1) under the caller's $build, and
+# have_pscomm to 1, or to 0 with a message when either is missing.
+find_pscomm() {
+    ps_run=$build/tools/ps_comm_run
+    ps_bin=$build/examples/$1
+    have_pscomm=1
+    if [[ ! -x $ps_run || ! -x $ps_bin ]]; then
+        have_pscomm=0
+        say "!! pscomm skipped: need $ps_bin and $ps_run (build pscomm first)"
+    fi
+}
+
 # Build bench/ofi_caps_shim.c (see its header: it lets Open MPI's OFI MTL
 # select libfabric's shm provider) into $work once; sets `shim` to the
 # library.  Returns 1 when it cannot be built.

@@ -65,8 +65,7 @@ if [[ -z $mpi_bin && -x $build/bench/mpi_pingpong ]]; then mpi_bin=$build/bench/
 if [[ -z $mpi_bin ]]; then
     if command -v "$MPICC" >/dev/null && command -v mpirun >/dev/null; then
         say "-- building mpi_pingpong"
-        show_cmd "$MPICC" -O2 -Wall -Wextra -Werror -o "$work/mpi_pingpong" "$here/mpi_pingpong.c"
-        if "$MPICC" -O2 -Wall -Wextra -Werror -o "$work/mpi_pingpong" "$here/mpi_pingpong.c"; then
+        if compile_peer "$MPICC" "$work/mpi_pingpong" "$here/mpi_pingpong.c"; then
             mpi_bin=$work/mpi_pingpong
         else
             say "!! mpi_pingpong failed to build: skipping the Open MPI references"
@@ -80,8 +79,7 @@ if [[ -z $zmq_bin && -x $build/bench/zmq_pingpong ]]; then zmq_bin=$build/bench/
 if [[ -z $zmq_bin ]]; then
     if command -v "$CC" >/dev/null; then
         say "-- building zmq_pingpong"
-        show_cmd "$CC" -O2 -Wall -Wextra -Werror -o "$work/zmq_pingpong" "$here/zmq_pingpong.c" -lzmq
-        if "$CC" -O2 -Wall -Wextra -Werror -o "$work/zmq_pingpong" "$here/zmq_pingpong.c" -lzmq; then
+        if compile_peer "$CC" "$work/zmq_pingpong" "$here/zmq_pingpong.c" -lzmq; then
             zmq_bin=$work/zmq_pingpong
         else
             say "!! zmq_pingpong failed to build (libzmq3-dev missing?): skipping ZeroMQ"
@@ -94,13 +92,7 @@ fi
 # build_shim (bench/mpi_common.sh) makes bench/ofi_caps_shim.c, which lets
 # Open MPI's OFI MTL select libfabric's shm provider.
 
-ps_run=$build/tools/ps_comm_run
-ps_bin=$build/examples/pingpong
-have_pscomm=1
-if [[ ! -x $ps_run || ! -x $ps_bin ]]; then
-    have_pscomm=0
-    say "!! pscomm skipped: need $ps_bin and $ps_run (build pscomm first)"
-fi
+find_pscomm pingpong
 
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # --allow-run-as-root is also passed explicitly; --mca on the command line
