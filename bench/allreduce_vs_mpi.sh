@@ -202,18 +202,9 @@ run_one() {
 
 # prove that Open MPI really runs pml cm + mtl ofi on provider $1
 verify_ofi() {
-    local p=$1 log=$OUTDIR/$1/verify_ofi.log
-    local -a v
-    read -r -a v <<<"$(mpirun_base 2)"
-    v+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$p"
-        -x FI_PROVIDER="$p" --mca pml_base_verbose 10 --mca mtl_base_verbose 100
-        -x FI_LOG_LEVEL=info)
-    [[ $p == shm ]] && v+=(-x LD_PRELOAD="$shim")
-    v+=("$ompi_bin" --csv -m 4096 -M 4096 -i 2)
-    say "-- verifying Open MPI uses pml cm / mtl ofi / libfabric provider $p:"
-    show_cmd "${v[@]}"
-    timeout 120 "${v[@]}" >"$log" 2>&1
-    check_ofi_log "$p" "$log" '^4096,1024,'
+    local -a base
+    read -r -a base <<<"$(mpirun_base 2)"
+    probe_ofi "$1" '^4096,1024,' "${base[@]}" -- "$ompi_bin" --csv -m 4096 -M 4096 -i 2
 }
 
 # ----------------------------------------------------------------- runs ----

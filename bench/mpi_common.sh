@@ -66,6 +66,28 @@ add_ompi_stacks() {
     stacks+=(ompi_native)
 }
 
+# probe_ofi P DATA_RE LAUNCHER... -- PROGRAM ARGS...: run PROGRAM once
+# under LAUNCHER (mpirun and its base options) with pml cm, mtl ofi on
+# provider P and verbose selection logs (plus the shim for shm), into
+# $OUTDIR/P/verify_ofi.log, and judge the log with check_ofi_log, DATA_RE
+# matching a line of the program's output.  Returns 0 when verified.
+probe_ofi() {
+    local p=$1 data_re=$2 log=$OUTDIR/$1/verify_ofi.log
+    local -a v=()
+    shift 2
+    while [[ $# -gt 0 && $1 != -- ]]; do v+=("$1"); shift; done
+    shift
+    v+=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$p"
+        -x FI_PROVIDER="$p" --mca pml_base_verbose 10 --mca mtl_base_verbose 100
+        -x FI_LOG_LEVEL=info)
+    [[ $p == shm ]] && v+=(-x LD_PRELOAD="$shim")
+    v+=("$@")
+    say "-- verifying Open MPI uses pml cm / mtl ofi / libfabric provider $p:"
+    show_cmd "${v[@]}"
+    timeout 120 "${v[@]}" >"$log" 2>&1
+    check_ofi_log "$p" "$log" "$data_re"
+}
+
 # Judge a verbose Open MPI run logged in $2 (pml/mtl verbosity and
 # FI_LOG_LEVEL=info) for provider $1: pml cm and mtl ofi were selected,
 # the program printed a line matching $3, and provider $1 (or the rxm/rxd

@@ -140,18 +140,7 @@ run_one() {
 
 # prove that Open MPI really ran pml cm + mtl ofi on provider $1
 verify_ofi() {
-    local p=$1 log=$OUTDIR/$1/verify_ofi.log
-    make_cmd ompi_ofi "$p"
-    # same command, plus verbosity, small sizes; insert options before the binary
-    local v=("${mpirun_base[@]}" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$p"
-             -x FI_PROVIDER="$p" --mca pml_base_verbose 10 --mca mtl_base_verbose 100
-             -x FI_LOG_LEVEL=info)
-    [[ $p == shm ]] && v+=(-x LD_PRELOAD="$shim")
-    v+=("$mpi_bin" --csv -m 8 -M 8 -i 10 -w 2)
-    say "-- verifying Open MPI uses pml cm / mtl ofi / libfabric provider $p:"
-    show_cmd "${v[@]}"
-    timeout 120 "${v[@]}" >"$log" 2>&1
-    check_ofi_log "$p" "$log" '^8,[0-9.]+,[0-9.]+$'
+    probe_ofi "$1" '^8,[0-9.]+,[0-9.]+$' "${mpirun_base[@]}" -- "$mpi_bin" --csv -m 8 -M 8 -i 10 -w 2
 }
 
 # ----------------------------------------------------------------- runs ----
