@@ -77,19 +77,6 @@ listening() {
 	[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
 }
 
-# free_port: print a TCP port nobody listens on, a different one per call.
-next_port=$((20000 + $$ % 30000))
-free_port() {
-	while :; do
-		next_port=$((next_port + 1))
-		[ "$next_port" -gt 60000 ] && next_port=20001
-		if ! have_ss || ! listening "$next_port"; then
-			echo "$next_port"
-			return
-		fi
-	done
-}
-
 # wait_listen PORT: wait up to 10 s for rank 0 to serve the rendezvous.
 wait_listen() {
 	if ! have_ss; then
@@ -167,7 +154,7 @@ check "a: FI_PROVIDER=nosuch: lists the installed providers" \
 
 # --- b: nobody serves PS_COMM_ROOT --------------------------------------------
 
-port=$(free_port)
+free_port
 spawn b $COMMON PS_COMM_TIMEOUT=5 PS_COMM_ROOT=127.0.0.1:$port \
 	PS_COMM_RANK=1 PS_COMM_SIZE=2 "$PINGPONG" $PPARGS
 finish b
@@ -181,7 +168,7 @@ check "b: root unreachable: says cannot reach the rendezvous" \
 
 # --- c: garbage and an oversized header while a job bootstraps ---------------
 
-port=$(free_port)
+free_port
 env_c="$COMMON PS_COMM_TIMEOUT=10 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2"
 spawn c0 $env_c PS_COMM_RANK=0 "$PINGPONG" $PPARGS
 wait_listen "$port"
@@ -210,7 +197,7 @@ check "c: rank 0 logs the oversized header" \
 
 # --- d: a job of another size at the same root --------------------------------
 
-port=$(free_port)
+free_port
 env_d="$COMMON PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
 spawn dA0 $env_d PS_COMM_SIZE=2 PS_COMM_RANK=0 "$PINGPONG" $PPARGS
 wait_listen "$port"
@@ -230,7 +217,7 @@ check "d: job A still succeeds: rank 1 exits 0" succeeded dA1
 
 # e_run MODE TAG: ranks 0 and 1 of 3, then the probe as rank 2.
 e_run() {
-	port=$(free_port)
+	free_port
 	env_e="$COMMON PS_COMM_TIMEOUT=60 PS_COMM_ROOT=127.0.0.1:$port"
 	env_e="$env_e PS_COMM_SIZE=3"
 	spawn "$2"0 $env_e PS_COMM_RANK=0 "$PINGPONG" $PPARGS
@@ -273,7 +260,7 @@ done
 
 # --- f: settings that must agree ----------------------------------------------
 
-port=$(free_port)
+free_port
 env_f="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
 env_f="$env_f PS_COMM_SIZE=2"
 spawn fd0 FI_PROVIDER=tcp $env_f PS_COMM_RANK=0 "$PINGPONG" $PPARGS
@@ -294,7 +281,7 @@ done
 check "f: PS_COMM_DETERMINISTIC differs: rank 0 does not blame rank 0" \
 	not_says fd0 err "rank 0 \\(.*disconnected during bootstrap"
 
-port=$(free_port)
+free_port
 env_f="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
 env_f="$env_f PS_COMM_SIZE=2"
 spawn fp0 FI_PROVIDER=tcp $env_f PS_COMM_RANK=0 "$PINGPONG" $PPARGS
@@ -315,7 +302,7 @@ check "f: FI_PROVIDER tcp vs udp: rank 0 does not blame rank 0" \
 
 # --- g: an interface that does not exist --------------------------------------
 
-port=$(free_port)
+free_port
 env_g="$COMMON PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2"
 spawn g0 $env_g PS_COMM_IFNAME=nosuchif PS_COMM_RANK=0 "$PINGPONG" $PPARGS
 spawn g1 $env_g PS_COMM_IFNAME=nosuchif PS_COMM_RANK=1 "$PINGPONG" $PPARGS
@@ -333,7 +320,7 @@ done
 
 # --- h: a rank with another job key -------------------------------------------
 
-port=$(free_port)
+free_port
 env_h="$COMMON PS_COMM_TIMEOUT=5 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2"
 spawn h0 $env_h PS_COMM_RANK=0 "$PINGPONG" $PPARGS
 wait_listen "$port"

@@ -23,6 +23,29 @@ check() {
 }
 skip() { echo "ok - $* # SKIP"; skips=$((skips + 1)); }
 
+# free_port: set `port` to a TCP port no socket uses (in any state), a
+# different one per call. Ports come from below the kernel's ephemeral
+# range, so no socket connecting out (a provider's, another test's) can be
+# given one before the test's server binds it.
+_port_hi=$(($(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null ||
+	echo 32768) - 1))
+_port_lo=10000
+if [ "$_port_hi" -lt $((_port_lo + 1000)) ]; then
+	_port_lo=20000 _port_hi=60000
+fi
+_port_next=$((_port_lo + $$ % (_port_hi - _port_lo)))
+free_port() {
+	while :; do
+		_port_next=$((_port_next + 1))
+		[ "$_port_next" -gt "$_port_hi" ] && _port_next=$_port_lo
+		if ! command -v ss >/dev/null 2>&1 ||
+			[ -z "$(ss -Htan "sport = :$_port_next" 2>/dev/null)" ]; then
+			port=$_port_next
+			return
+		fi
+	done
+}
+
 # Does the provider exist on this machine? (fi_info answers for it)
 have_provider() {
 	command -v fi_info >/dev/null 2>&1 || return 0

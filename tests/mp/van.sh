@@ -31,8 +31,8 @@ kvstore_job() {
 	shift 3
 	log=$(mktemp)
 	pids=
-	# The scheduler's port is fixed (max_retry 0): pick one per attempt.
-	port=$((20000 + ($$ * 7 + ns * 131 + nw * 17) % 30000))
+	# The scheduler's port is fixed (max_retry 0), as in ps-lite.
+	free_port
 	export FI_PROVIDER=$prov DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=$ns DMLC_NUM_WORKER=$nw
 	kvstore_start scheduler 1 "$@"
