@@ -22,7 +22,15 @@
 
 #include <rdma/fi_errno.h>
 
-#include "psc.h"
+#include "coll/coll.h"
+#include "core/tag.h"
+#include "fabric/fabric.h"
+#include "fabric/select.h"
+#include "fabric/topo.h"
+#include "net/net.h"
+#include "replay/replay.h"
+#include "util/param.h"
+#include "util/util.h"
 
 
 enum {

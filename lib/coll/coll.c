@@ -16,7 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "coll/sched.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/util.h"
 
 enum coll_kind {
 	COLL_BARRIER,
@@ -195,17 +198,17 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 		      struct psc_coll_args *a, size_t bytes,
 		      ps_comm_request_t *req)
 {
-	unsigned ub = c->ep->tl.user_bits - 4;
+	unsigned ub = psc_ep_tags(c->ch.ep)->user_bits - 4;
 	uint32_t seq = __atomic_fetch_add(&c->coll_seq, 1, __ATOMIC_RELAXED);
 	uint32_t tag = signature(kind, a) << ub | (seq & ((1u << ub) - 1));
 	struct psc_sched *s;
 	int algo = 0, rc;
 
-	a->rank = c->rank;
-	a->size = c->size;
+	a->rank = c->ch.rank;
+	a->size = c->ch.size;
 	a->deterministic = c->params.deterministic == 1;
 	a->seg = PSC_MAX(c->params.coll_segment / a->esize, 1);
-	if (c->size > 1 && (bytes || kind == COLL_BARRIER)) {
+	if (c->ch.size > 1 && (bytes || kind == COLL_BARRIER)) {
 		algo = pick_algo(c, kind, a, bytes);
 		if (algo < 0)
 			return PS_COMM_ERR_CONFIG;
@@ -213,9 +216,9 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 	s = psc_sched_new(c, tag, a->dtype, a->op);
 	if (!s)
 		return PS_COMM_ERR_NOMEM;
-	if (c->size > 1 && (bytes || kind == COLL_BARRIER))
+	if (c->ch.size > 1 && (bytes || kind == COLL_BARRIER))
 		colls[kind].algos[algo].build(s, a);
-	rc = psc_sched_error(s);
+	rc = psc_err_from_fi(psc_sched_error(s));
 	if (rc) {
 		psc_comm_set_error(c, "%s: building the schedule failed (%s)",
 				   colls[kind].name, ps_comm_strerror(rc));
@@ -223,10 +226,10 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 		return rc;
 	}
 	if (psc_log_enabled(PSC_LOG_TRACE))
-		psc_log(PSC_LOG_TRACE, c->rank, "%s: %zu bytes, %s, %d steps",
+		psc_log(PSC_LOG_TRACE, c->ch.rank, "%s: %zu bytes, %s, %d steps",
 			colls[kind].name, bytes, colls[kind].algos[algo].name,
 			psc_sched_count(s));
-	return psc_sched_start(s, req);
+	return psc_err_from_fi(psc_sched_start(s, req));
 }
 
 /* ------------------------------------------------------------ checking */
@@ -236,30 +239,6 @@ static bool overlap(const void *a, size_t alen, const void *b, size_t blen)
 	uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
 
 	return alen && blen && x < y + blen && y < x + alen;
-}
-
-/* Check comm, req and the element type; fill esize. */
-static int check_common(struct ps_comm *c, ps_comm_request_t *req,
-			ps_comm_dtype_t dtype, ps_comm_op_t op, bool use_op,
-			struct psc_coll_args *a)
-{
-	if (!c || !req)
-		return PS_COMM_ERR_ARG;
-	*req = NULL;
-	memset(a, 0, sizeof(*a));
-	a->dtype = dtype;
-	a->op = use_op ? op : PS_COMM_SUM;
-	a->esize = ps_comm_dtype_size(dtype);
-	if (!a->esize) {
-		psc_comm_set_error(c, "invalid data type %d", (int)dtype);
-		return PS_COMM_ERR_ARG;
-	}
-	if (use_op && (unsigned)op >= PS_COMM_OP_COUNT) {
-		psc_comm_set_error(c, "invalid reduction operation %d",
-				   (int)op);
-		return PS_COMM_ERR_ARG;
-	}
-	return 0;
 }
 
 /* count * esize * mult bytes, or false on overflow. */
@@ -291,18 +270,69 @@ static int check_bufs(struct ps_comm *c, const void *sendbuf, size_t slen,
 
 static int check_root(struct ps_comm *c, int root)
 {
-	if (root < 0 || root >= c->size) {
+	if (root < 0 || root >= c->ch.size) {
 		psc_comm_set_error(c, "root %d is not a rank of a communicator "
-				   "of %d", root, c->size);
+				   "of %d", root, c->ch.size);
 		return PS_COMM_ERR_ARG;
 	}
 	return 0;
 }
 
-static int too_large(struct ps_comm *c)
+/* What one call passes, for the checks every collective shares. */
+struct call {
+	ps_comm_dtype_t dtype;
+	ps_comm_op_t op;
+	bool use_op;	       /* a reduction: op must be valid */
+	bool has_root;	       /* bcast, reduce */
+	int root;
+	size_t count;	       /* elements */
+	const void *sendbuf;   /* may be PS_COMM_IN_PLACE */
+	size_t send_mult;      /* sendbuf holds count * send_mult elements */
+	const void *recvbuf;
+	size_t recv_mult;      /* recvbuf holds count * recv_mult elements */
+	size_t bytes;	       /* out: count elements, in bytes */
+	bool in_place;	       /* out */
+};
+
+/*
+ * Check comm, request, element type, operation, root, sizes and buffers;
+ * fill a (dtype, op, esize) and k's outputs. Returns 0 or PS_COMM_ERR_ARG
+ * with the communicator's error set.
+ */
+static int check_call(struct ps_comm *c, ps_comm_request_t *req,
+		      struct call *k, struct psc_coll_args *a)
 {
-	psc_comm_set_error(c, "count too large: the byte size overflows");
-	return PS_COMM_ERR_ARG;
+	size_t slen, rlen;
+	int rc;
+
+	if (!c || !req)
+		return PS_COMM_ERR_ARG;
+	*req = NULL;
+	memset(a, 0, sizeof(*a));
+	a->dtype = k->dtype;
+	a->op = k->use_op ? k->op : PS_COMM_SUM;
+	a->esize = ps_comm_dtype_size(k->dtype);
+	if (!a->esize) {
+		psc_comm_set_error(c, "invalid data type %d", (int)k->dtype);
+		return PS_COMM_ERR_ARG;
+	}
+	if (k->use_op && (unsigned)k->op >= PS_COMM_OP_COUNT) {
+		psc_comm_set_error(c, "invalid reduction operation %d",
+				   (int)k->op);
+		return PS_COMM_ERR_ARG;
+	}
+	if (k->has_root && (rc = check_root(c, k->root)) != 0)
+		return rc;
+	if (!bytes_of(k->count, a->esize, 1, &k->bytes) ||
+	    !bytes_of(k->count, a->esize, k->send_mult, &slen) ||
+	    !bytes_of(k->count, a->esize, k->recv_mult, &rlen)) {
+		psc_comm_set_error(c, "count too large: the byte size "
+				   "overflows");
+		return PS_COMM_ERR_ARG;
+	}
+	a->count = k->count;
+	a->root = k->root;
+	return check_bufs(c, k->sendbuf, slen, k->recvbuf, rlen, &k->in_place);
 }
 
 /* Wait for a blocking collective's request. */
@@ -310,15 +340,16 @@ static int finish_blocking(struct ps_comm *c, int rc, ps_comm_request_t *r)
 {
 	if (rc)
 		return rc;
-	return psc_wait(r, NULL, psc_comm_op_deadline(c));
+	return psc_comm_wait(c, r, NULL, psc_comm_op_deadline(c), "collective");
 }
 
 /* ---------------------------------------------------------- public API */
 
 int ps_comm_ibarrier(ps_comm_t c, ps_comm_request_t *req)
 {
+	struct call k = {.dtype = PS_COMM_UINT8, };
 	struct psc_coll_args a;
-	int rc = check_common(c, req, PS_COMM_UINT8, PS_COMM_SUM, false, &a);
+	int rc = check_call(c, req, &k, &a);
 
 	return rc ? rc : coll_start(c, COLL_BARRIER, &a, 0, req);
 }
@@ -326,128 +357,108 @@ int ps_comm_ibarrier(ps_comm_t c, ps_comm_request_t *req)
 int ps_comm_ibcast(ps_comm_t c, void *buf, size_t count,
 		   ps_comm_dtype_t dtype, int root, ps_comm_request_t *req)
 {
+	struct call k = {.dtype = dtype, .has_root = true, .root = root,
+			 .count = count, .recvbuf = buf, .recv_mult = 1};
 	struct psc_coll_args a;
-	bool in_place;
-	size_t bytes;
-	int rc = check_common(c, req, dtype, PS_COMM_SUM, false, &a);
+	int rc = check_call(c, req, &k, &a);
 
-	if (rc || (rc = check_root(c, root)))
-		return rc;
-	if (!bytes_of(count, a.esize, 1, &bytes))
-		return too_large(c);
-	rc = check_bufs(c, NULL, 0, buf, bytes, &in_place);
 	if (rc)
 		return rc;
 	a.sendbuf = a.recvbuf = buf;
-	a.count = count;
-	a.root = root;
-	return coll_start(c, COLL_BCAST, &a, bytes, req);
+	return coll_start(c, COLL_BCAST, &a, k.bytes, req);
+}
+
+/* Reductions read sendbuf, or recvbuf in place; one rank just copies. */
+static void reduce_bufs(struct ps_comm *c, const struct call *k,
+			struct psc_coll_args *a, size_t bytes)
+{
+	a->sendbuf = k->in_place ? k->recvbuf : k->sendbuf;
+	a->recvbuf = (void *)k->recvbuf;
+	if (c->ch.size == 1 && !k->in_place && bytes)
+		memcpy(a->recvbuf, k->sendbuf, bytes);
 }
 
 int ps_comm_ireduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 		    size_t count, ps_comm_dtype_t dtype, ps_comm_op_t op,
 		    int root, ps_comm_request_t *req)
 {
+	struct call k = {.dtype = dtype, .op = op, .use_op = true,
+			 .has_root = true, .root = root, .count = count,
+			 .sendbuf = sendbuf, .send_mult = 1, .recvbuf = recvbuf};
 	struct psc_coll_args a;
-	bool in_place;
-	size_t bytes;
-	int rc = check_common(c, req, dtype, op, true, &a);
+	int rc;
 
-	if (rc || (rc = check_root(c, root)))
-		return rc;
-	if (!bytes_of(count, a.esize, 1, &bytes))
-		return too_large(c);
-	rc = check_bufs(c, sendbuf, bytes, recvbuf,
-			c->rank == root ? bytes : 0, &in_place);
+	if (c && root >= 0 && root < c->ch.size)
+		k.recv_mult = c->ch.rank == root;
+	rc = check_call(c, req, &k, &a);
 	if (rc)
 		return rc;
-	if (in_place && c->rank != root) {
+	if (k.in_place && c->ch.rank != root) {
 		psc_comm_set_error(c, "reduce: only the root may pass "
 				   "PS_COMM_IN_PLACE");
 		return PS_COMM_ERR_ARG;
 	}
-	a.sendbuf = in_place ? recvbuf : sendbuf;
-	a.recvbuf = recvbuf;
-	a.count = count;
-	a.root = root;
-	if (c->size == 1 && !in_place && bytes)
-		memcpy(recvbuf, sendbuf, bytes);
-	return coll_start(c, COLL_REDUCE, &a, bytes, req);
+	reduce_bufs(c, &k, &a, k.bytes);
+	return coll_start(c, COLL_REDUCE, &a, k.bytes, req);
 }
 
 int ps_comm_iallreduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 		       size_t count, ps_comm_dtype_t dtype, ps_comm_op_t op,
 		       ps_comm_request_t *req)
 {
+	struct call k = {.dtype = dtype, .op = op, .use_op = true,
+			 .count = count, .sendbuf = sendbuf,
+			 .send_mult = 1, .recvbuf = recvbuf, .recv_mult = 1};
 	struct psc_coll_args a;
-	bool in_place;
-	size_t bytes;
-	int rc = check_common(c, req, dtype, op, true, &a);
+	int rc = check_call(c, req, &k, &a);
 
 	if (rc)
 		return rc;
-	if (!bytes_of(count, a.esize, 1, &bytes))
-		return too_large(c);
-	rc = check_bufs(c, sendbuf, bytes, recvbuf, bytes, &in_place);
-	if (rc)
-		return rc;
 	/* The ring reads sendbuf itself; the others copy it first. */
-	a.sendbuf = in_place ? recvbuf : sendbuf;
-	a.recvbuf = recvbuf;
-	if (c->size == 1 && !in_place && bytes)
-		memcpy(recvbuf, sendbuf, bytes);
-	a.count = count;
-	return coll_start(c, COLL_ALLREDUCE, &a, bytes, req);
+	reduce_bufs(c, &k, &a, k.bytes);
+	return coll_start(c, COLL_ALLREDUCE, &a, k.bytes, req);
 }
 
 int ps_comm_iallgather(ps_comm_t c, const void *sendbuf, void *recvbuf,
 		       size_t count, ps_comm_dtype_t dtype,
 		       ps_comm_request_t *req)
 {
+	struct call k = {.dtype = dtype, .count = count,
+			 .sendbuf = sendbuf, .send_mult = 1,
+			 .recvbuf = recvbuf};
 	struct psc_coll_args a;
-	bool in_place;
-	size_t bytes, total;
-	int rc = check_common(c, req, dtype, PS_COMM_SUM, false, &a);
+	int rc;
 
+	if (c)
+		k.recv_mult = (size_t)c->ch.size;
+	rc = check_call(c, req, &k, &a);
 	if (rc)
 		return rc;
-	if (!bytes_of(count, a.esize, 1, &bytes) ||
-	    !bytes_of(count, a.esize, (size_t)c->size, &total))
-		return too_large(c);
-	rc = check_bufs(c, sendbuf, bytes, recvbuf, total, &in_place);
-	if (rc)
-		return rc;
-	if (!in_place && bytes)
-		memcpy((char *)recvbuf + (size_t)c->rank * bytes, sendbuf,
-		       bytes);
+	if (!k.in_place && k.bytes)
+		memcpy((char *)recvbuf + (size_t)c->ch.rank * k.bytes, sendbuf,
+		       k.bytes);
 	a.sendbuf = a.recvbuf = recvbuf;
-	a.count = count;
-	return coll_start(c, COLL_ALLGATHER, &a, bytes, req);
+	return coll_start(c, COLL_ALLGATHER, &a, k.bytes, req);
 }
 
 int ps_comm_ireduce_scatter(ps_comm_t c, const void *sendbuf, void *recvbuf,
 			    size_t recvcount, ps_comm_dtype_t dtype,
 			    ps_comm_op_t op, ps_comm_request_t *req)
 {
+	struct call k = {.dtype = dtype, .op = op, .use_op = true,
+			 .count = recvcount, .sendbuf = sendbuf,
+			 .recvbuf = recvbuf, .recv_mult = 1};
 	struct psc_coll_args a;
-	bool in_place;
-	size_t bytes, total;
-	int rc = check_common(c, req, dtype, op, true, &a);
+	int rc;
 
+	if (c)
+		k.send_mult = (size_t)c->ch.size;
+	rc = check_call(c, req, &k, &a);
 	if (rc)
 		return rc;
-	if (!bytes_of(recvcount, a.esize, 1, &bytes) ||
-	    !bytes_of(recvcount, a.esize, (size_t)c->size, &total))
-		return too_large(c);
-	rc = check_bufs(c, sendbuf, total, recvbuf, bytes, &in_place);
-	if (rc)
-		return rc;
-	a.sendbuf = in_place ? recvbuf : sendbuf;
-	a.recvbuf = recvbuf;
-	a.count = recvcount;
-	if (c->size == 1 && !in_place && bytes)
-		memcpy(recvbuf, sendbuf, bytes);
-	return coll_start(c, COLL_REDUCE_SCATTER, &a, total, req);
+	reduce_bufs(c, &k, &a, k.bytes);
+	return coll_start(c, COLL_REDUCE_SCATTER, &a,
+			  k.bytes * (size_t)c->ch.size, req);
 }
 
 int ps_comm_barrier(ps_comm_t c)
@@ -508,6 +519,24 @@ int ps_comm_reduce_scatter(ps_comm_t c, const void *sendbuf, void *recvbuf,
 
 /* ------------------------------------------------------------ describe */
 
+/* The parameters auto-selection and segmentation read, by field. */
+static bool is_threshold(const struct psc_param_desc *d)
+{
+	static const size_t fields[] = {
+		offsetof(struct psc_params, coll_segment),
+		offsetof(struct psc_params, bcast_scatter_min),
+		offsetof(struct psc_params, reduce_rs_min),
+		offsetof(struct psc_params, allreduce_rd_max),
+		offsetof(struct psc_params, allreduce_ring_min),
+		offsetof(struct psc_params, allgather_rd_max),
+	};
+
+	for (size_t i = 0; i < PSC_ARRAY_SIZE(fields); i++)
+		if (d->offset == fields[i])
+			return true;
+	return false;
+}
+
 void psc_coll_print_table(FILE *out, const struct psc_params *p)
 {
 	char val[64];
@@ -529,10 +558,7 @@ void psc_coll_print_table(FILE *out, const struct psc_params *p)
 	for (size_t i = 0; i < psc_param_count; i++) {
 		const struct psc_param_desc *d = &psc_param_table[i];
 
-		if (d->type != PSC_PARAM_SIZE ||
-		    (!strstr(d->name, "_MAX") && !strstr(d->name, "_MIN") &&
-		     !strstr(d->name, "COLL_SEGMENT")) ||
-		    strstr(d->name, "MSG_SIZE"))
+		if (!is_threshold(d))
 			continue;
 		psc_param_format(p, d, val, sizeof(val));
 		fprintf(out, "    %-28s %s\n", d->name, val);

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "ps_comm.h"
@@ -239,5 +240,15 @@ float psc_half_to_float(uint16_t h);
 uint16_t psc_float_to_half(float f);
 float psc_bf16_to_float(uint16_t h);
 uint16_t psc_float_to_bf16(float f);
+
+/* ------------------------------------------------------------ describe */
+
+struct psc_params;
+
+/*
+ * Print the collective algorithm table, the automatic choice and its
+ * thresholds with the values in p (ps_comm_info).
+ */
+void psc_coll_print_table(FILE *out, const struct psc_params *p);
 
 #endif /* PSC_COLL_H */

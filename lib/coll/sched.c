@@ -1,9 +1,9 @@
 /*
  * The collective engine: a schedule is a list of operations (send,
  * receive, reduce, copy) with dependencies, built once by an algorithm and
- * then advanced without blocking. Every schedule in flight in the process
- * sits on one list that the progress engine's hook advances whenever any
- * thread polls pscomm, so nonblocking collectives move while the caller
+ * then advanced without blocking. Every schedule in flight is a progress
+ * source of its communicator's endpoint, which blocking waits and
+ * ps_comm_test poll, so nonblocking collectives move while the caller
  * does point-to-point work or other collectives, and complete in any
  * order. A collective's user request completes when its last operation
  * does.
@@ -18,9 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "psc.h"
-#include "coll.h"
-#include "sched.h"
+#include <rdma/fi_errno.h>
+
+#include "coll/sched.h"
+#include "util/util.h"
 
 enum sop_kind { SOP_SEND, SOP_RECV, SOP_REDUCE, SOP_COPY };
 enum sop_state { SOP_WAIT, SOP_RUN, SOP_DONE };
@@ -56,16 +57,11 @@ struct psc_sched {
 	void **tmps;
 	int ntmps, tmpcap;
 	int first;	/* operations before this one are done */
-	int err;	/* PS_COMM_ERR_* once failed */
+	int err;	/* internal code once failed */
 	bool leak_tmp;	/* a receive could not be withdrawn */
 	struct ps_comm_request *req; /* the caller's request */
-	struct psc_sched *next;	      /* the active list */
+	struct psc_prog_src src;     /* on the endpoint while it runs */
 };
-
-/* Every schedule in flight; advanced by whichever thread gets the lock. */
-static pthread_mutex_t active_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct psc_sched *active;
-static int active_count;
 
 /* -------------------------------------------------------------- building */
 
@@ -76,12 +72,12 @@ struct psc_sched *psc_sched_new(struct ps_comm *c, uint32_t tag,
 
 	if (!s)
 		return NULL;
-	s->last_chan = malloc(sizeof(int) * 2 * (size_t)c->size);
+	s->last_chan = malloc(sizeof(int) * 2 * (size_t)c->ch.size);
 	if (!s->last_chan) {
 		free(s);
 		return NULL;
 	}
-	for (int i = 0; i < 2 * c->size; i++)
+	for (int i = 0; i < 2 * c->ch.size; i++)
 		s->last_chan[i] = -1;
 	s->comm = c;
 	s->tag = tag;
@@ -142,7 +138,7 @@ static bool grow(struct psc_sched *s, void **arr, int n, int *cap,
 	ncap = *cap ? *cap * 2 : 64;
 	p = realloc(*arr, (size_t)ncap * elem);
 	if (!p) {
-		s->err = PS_COMM_ERR_NOMEM;
+		s->err = -ENOMEM;
 		return false;
 	}
 	*arr = p;
@@ -170,7 +166,7 @@ void psc_sched_after(struct psc_sched *s, int op, int dep)
 	if (op < 0 || dep < 0 || s->err)
 		return;
 	if (dep >= op) {
-		s->err = PS_COMM_ERR_INTERNAL;
+		s->err = -ENOTRECOVERABLE;
 		return;
 	}
 	if (!grow(s, (void **)&s->edges, s->nedges, &s->ecap,
@@ -271,7 +267,7 @@ void *psc_sched_tmp(struct psc_sched *s, size_t len)
 		return NULL;
 	p = malloc(len ? len : 1);
 	if (!p) {
-		s->err = PS_COMM_ERR_NOMEM;
+		s->err = -ENOMEM;
 		return NULL;
 	}
 	s->tmps[s->ntmps++] = p;
@@ -287,23 +283,24 @@ static void op_done(struct psc_sched *s, struct sop *o)
 		s->ops[s->edges[e].to].pending--;
 }
 
-/* Start o; local steps finish at once. Returns 0 or PS_COMM_ERR_*. */
+/* Start o; local steps finish at once. Returns 0 or an internal code. */
 static int op_start(struct psc_sched *s, struct sop *o)
 {
+	char err[256];
 	int rc = 0;
 
 	switch (o->kind) {
 	case SOP_SEND:
-		rc = psc_isend(s->comm, PSC_PROTO_COLL, o->dst, o->len, o->peer,
-			       s->tag, &o->req);
+		rc = psc_isend(&s->comm->ch, PSC_PROTO_COLL, o->dst, o->len,
+			       o->peer, s->tag, &o->req, err, sizeof(err));
 		break;
 	case SOP_RECV:
-		rc = psc_irecv(s->comm, PSC_PROTO_COLL, o->dst, o->len, o->peer,
-			       s->tag, &o->req);
+		rc = psc_irecv(&s->comm->ch, PSC_PROTO_COLL, o->dst, o->len,
+			       o->peer, s->tag, &o->req, err, sizeof(err));
 		break;
 	case SOP_REDUCE:
 		rc = psc_reduce_local(s->dtype, s->op, o->dst, o->src, o->len,
-				      o->in_left) ? PS_COMM_ERR_INTERNAL : 0;
+				      o->in_left) ? -ENOTRECOVERABLE : 0;
 		op_done(s, o);
 		return rc;
 	case SOP_COPY:
@@ -315,6 +312,8 @@ static int op_start(struct psc_sched *s, struct sop *o)
 	}
 	if (!rc)
 		o->state = SOP_RUN;
+	else if (rc != -ESHUTDOWN)
+		psc_comm_set_error(s->comm, "collective: %s", err);
 	return rc;
 }
 
@@ -322,19 +321,22 @@ static int op_start(struct psc_sched *s, struct sop *o)
 static int op_finish(struct psc_sched *s, struct sop *o)
 {
 	ps_comm_status_t st;
-	int rc = psc_req_reap(&o->req, &st);
+	char msg[512];
+	int rc = psc_req_reap(&o->req, &st, msg, sizeof(msg));
 
 	/* The request is gone either way; failure ends the schedule. */
 	o->state = SOP_DONE;
 
-	if (o->kind == SOP_RECV && (rc == PS_COMM_ERR_TRUNCATE ||
+	if (o->kind == SOP_RECV && (rc == -FI_ETRUNC ||
 				    (!rc && st.len != o->len))) {
 		psc_comm_set_error(s->comm, "collective: rank %d sent %s bytes "
 				   "than this rank expects (%zu): the ranks "
 				   "passed different counts or data types",
 				   o->peer, rc ? "more" : "fewer", o->len);
-		return PS_COMM_ERR_MISMATCH;
+		return -EBADE;
 	}
+	if (rc && msg[0])
+		psc_comm_set_error(s->comm, "%s", msg);
 	if (rc)
 		return rc;
 	op_done(s, o);
@@ -360,7 +362,7 @@ static void sched_cancel(struct psc_sched *s)
 
 /*
  * One forward pass. Returns 1 if the schedule moved, 0 if not; sets s->err
- * on failure. Called with active_lock held.
+ * on failure. Called by one thread at a time (a progress source).
  */
 static int sched_advance(struct psc_sched *s)
 {
@@ -393,100 +395,91 @@ static int sched_advance(struct psc_sched *s)
 }
 
 /* Complete the caller's request with the schedule's result. */
-static void sched_complete(struct psc_sched *s)
+static void sched_finish(struct psc_prog_src *src)
 {
-	struct psc_ep *ep = s->comm->ep;
+	struct psc_sched *s = psc_container_of(src, struct psc_sched, src);
+	struct psc_ep *ep = s->comm->ch.ep;
 
-	pthread_mutex_lock(&ep->lock);
-	s->req->sched = NULL;
+	psc_ep_lock(ep);
 	psc_req_complete(s->req, s->err);
-	pthread_mutex_unlock(&ep->lock);
+	psc_ep_unlock(ep);
 	psc_sched_free(s);
 }
 
 /*
- * Advance every active schedule; complete and drop the finished ones.
- * Returns how many moved. Never blocks: a thread that finds another one
- * advancing leaves the work to it.
+ * Advance the schedule; once it is over, leave the endpoint's sources.
+ * The request forgets it first, so an abort never reaches a schedule
+ * being freed.
  */
-static int sched_hook(void)
+static int sched_poll(struct psc_prog_src *src)
 {
-	struct psc_sched **pp, *done = NULL;
-	int moved = 0;
+	struct psc_sched *s = psc_container_of(src, struct psc_sched, src);
+	int moved = sched_advance(s);
 
-	if (!__atomic_load_n(&active_count, __ATOMIC_RELAXED) ||
-	    pthread_mutex_trylock(&active_lock) != 0)
-		return 0;
-	for (pp = &active; *pp;) {
-		struct psc_sched *s = *pp;
-
-		moved += sched_advance(s);
-		if (s->err || s->first == s->nops) {
-			*pp = s->next;
-			s->next = done;
-			done = s;
-			__atomic_sub_fetch(&active_count, 1, __ATOMIC_RELAXED);
-		} else {
-			pp = &s->next;
-		}
-	}
-	pthread_mutex_unlock(&active_lock);
-	while (done) {
-		struct psc_sched *s = done;
-
-		done = s->next;
-		sched_complete(s);
+	if (s->err || s->first == s->nops) {
+		s->req->ctx = NULL;
+		src->finished = true;
 	}
 	return moved;
 }
 
-/* The request's abort hook: fail the schedule with err (timeout). */
-static void sched_abort(struct ps_comm_request *r, int err)
-{
-	struct psc_sched *s;
+struct abort_arg {
+	struct ps_comm_request *r;
+	int err;
+};
 
-	pthread_mutex_lock(&active_lock);
-	s = r->sched;
+/* Fail a running schedule (no source is being polled meanwhile). */
+static void abort_locked(void *arg)
+{
+	struct abort_arg *a = arg;
+	struct psc_sched *s = a->r->ctx;
+
 	if (s && !s->err) {
-		s->err = err;
+		s->err = a->err;
 		sched_cancel(s);
 	}
-	pthread_mutex_unlock(&active_lock);
-	/* The next hook run completes it. */
-	sched_hook();
 }
+
+/* The request's abort op: fail the schedule with err (a timeout). */
+static void sched_abort(struct ps_comm_request *r, int err)
+{
+	struct abort_arg a = {r, err};
+
+	/* The next poll completes it. */
+	psc_ep_with_sources(r->ep, abort_locked, &a);
+}
+
+static const struct psc_req_ops sched_ops = {
+	.size = sizeof(struct psc_req_ops),
+	.abort = sched_abort,
+};
 
 int psc_sched_start(struct psc_sched *s, ps_comm_request_t *req)
 {
 	struct ps_comm *c = s->comm;
+	struct psc_ep *ep = c->ch.ep;
 	struct ps_comm_request *r;
+	bool aborted;
 
-	pthread_mutex_lock(&c->ep->lock);
-	r = c->aborted ? NULL : psc_req_alloc(c, PSC_REQ_COLL);
+	psc_ep_lock(ep);
+	aborted = c->ch.aborted;
+	r = aborted ? NULL : psc_req_alloc(ep, &c->ch, PSC_REQ_GENERIC);
 	if (r) {
-		r->sched = s;
-		r->abort = sched_abort;
-		r->status.source = c->rank;
+		r->ctx = s;
+		r->ops = &sched_ops;
+		r->status.source = c->ch.rank;
 	}
-	pthread_mutex_unlock(&c->ep->lock);
+	psc_ep_unlock(ep);
 	if (!r) {
 		psc_sched_free(s);
-		return c->aborted ? PS_COMM_ERR_ABORTED : PS_COMM_ERR_NOMEM;
+		return aborted ? -ESHUTDOWN : -ENOMEM;
 	}
 	s->req = r;
-	psc_progress_set_hook(sched_hook);
-	pthread_mutex_lock(&active_lock);
-	/* Append: older collectives get progressed first. */
-	{
-		struct psc_sched **pp = &active;
-
-		while (*pp)
-			pp = &(*pp)->next;
-		*pp = s;
-	}
-	__atomic_add_fetch(&active_count, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&active_lock);
+	s->src.poll = sched_poll;
+	s->src.finish = sched_finish;
+	/* Appended: older collectives get progressed first. */
+	psc_ep_add_source(ep, &s->src);
 	*req = r;
-	sched_hook();
+	psc_ep_run_sources(ep);
 	return 0;
 }

@@ -6,8 +6,8 @@
 #ifndef PSC_SCHED_H
 #define PSC_SCHED_H
 
-#include "psc.h"
-#include "coll.h"
+#include "coll/coll.h"
+#include "comm/comm.h"
 
 /*
  * A new, empty schedule for one collective on c whose messages all carry
@@ -20,7 +20,7 @@ struct psc_sched *psc_sched_new(struct ps_comm *c, uint32_t tag,
 /* Free a schedule that was never started. */
 void psc_sched_free(struct psc_sched *s);
 
-/* PS_COMM_ERR_NOMEM (or _INTERNAL) if building failed, else 0. */
+/* -ENOMEM (or -ENOTRECOVERABLE) if building failed, else 0. */
 int psc_sched_error(const struct psc_sched *s);
 
 /* Number of operations (for tests and logs). */
@@ -28,8 +28,8 @@ int psc_sched_count(const struct psc_sched *s);
 
 /*
  * Hand s to the progress engine and return the request that completes
- * with it. Takes ownership of s, also on failure. Returns 0 or
- * PS_COMM_ERR_*. Lock not held.
+ * with it. Takes ownership of s, also on failure. Returns 0, -ESHUTDOWN
+ * (communicator aborted) or -ENOMEM. Lock not held.
  */
 int psc_sched_start(struct psc_sched *s, ps_comm_request_t *req);
 

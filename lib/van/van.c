@@ -18,6 +18,7 @@
 #include "ps_comm/van.h"
 #include "van_int.h"
 
+
 /* How long stop lets outstanding sends finish before cancelling them. */
 #define DRAIN_MAX_SEC 10.0
 /* A blocked receive wakes this often to hand back finished sends. */
@@ -62,6 +63,45 @@ struct ps_comm_van {
 	size_t in_count;
 };
 
+/*
+ * The p2p and core calls the van makes, with their internal codes turned
+ * into the PS_COMM_ERR_* values the van's callers get.
+ */
+static int van_wait(ps_comm_request_t *req, ps_comm_status_t *st,
+		    double deadline)
+{
+	int rc = psc_wait(req, st, deadline, NULL, 0);
+
+	if (st)
+		st->error = psc_err_from_fi(st->error);
+	return psc_err_from_fi(rc);
+}
+
+static int van_send(struct ps_comm_van *v, unsigned proto, const void *buf,
+		    size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
+		    ps_comm_request_t *req)
+{
+	char err[256];
+	int rc = psc_isend_to(&v->comm.ch, proto, buf, len, addr, src, tag,
+			      req, err, sizeof(err));
+
+	if (rc && rc != -ESHUTDOWN)
+		psc_log(PSC_LOG_DEBUG, -1, "van: %s", err);
+	return psc_err_from_fi(rc);
+}
+
+static int van_recv(struct ps_comm_van *v, unsigned proto, void *buf,
+		    size_t len, int peer, int64_t tag, ps_comm_request_t *req)
+{
+	char err[256];
+	int rc = psc_irecv(&v->comm.ch, proto, buf, len, peer, tag, req, err,
+			   sizeof(err));
+
+	if (rc && rc != -ESHUTDOWN)
+		psc_log(PSC_LOG_DEBUG, -1, "van: %s", err);
+	return psc_err_from_fi(rc);
+}
+
 void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
 {
 	if (!msg)
@@ -92,7 +132,7 @@ int ps_comm_van_create(ps_comm_van_t *out)
 		return PS_COMM_ERR_CONFIG;
 	}
 	pthread_mutex_init(&v->lock, NULL);
-	v->comm.rank = -1;
+	v->comm.ch.rank = -1;
 	v->comm.op_timeout = v->comm.params.op_timeout;
 	v->my_id = PS_COMM_VAN_NO_ID;
 	v->next_slot = 1;
@@ -151,37 +191,36 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		return PS_COMM_ERR_ARG;
 	if (host_iface(v, host, &iface))
 		cfg.iface = &iface;
-	rc = psc_ep_acquire_exclusive(&v->comm.ep, &cfg, err, sizeof(err));
+	rc = psc_ep_acquire_exclusive(&v->comm.ch.ep, &cfg, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
 	}
-	v->comm.ctx = 0;
+	v->comm.ch.ctx = 0;
 	/*
 	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which
 	 * a van does not know: ps-lite jobs often put scheduler, servers and
 	 * workers on one host, so yield at once unless a value is set.
 	 */
-	if (v->comm.ep->spin_us < 0)
-		v->comm.ep->spin_us = 0;
+	if (psc_ep_spin(v->comm.ch.ep) < 0)
+		psc_ep_set_spin(v->comm.ch.ep, 0);
 	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
-		 v->comm.ep->info->fabric_attr->prov_name);
+		 psc_ep_provider(v->comm.ch.ep));
 	what.job = v->job;
 	what.provider = v->comm.provider;
-	what.name = v->comm.ep->name;
-	what.namelen = v->comm.ep->namelen;
+	what.name = psc_ep_name(v->comm.ch.ep, &what.namelen);
 	what.next_slot = &v->next_slot;
 	rc = psc_van_serve(&v->server, host, port, max_retry > 0,
 			   v->comm.params.port_range, &what, bound, err,
 			   sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
-		psc_ep_release(v->comm.ep);
-		v->comm.ep = NULL;
+		psc_ep_release(v->comm.ch.ep);
+		v->comm.ch.ep = NULL;
 		return rc == -EADDRINUSE ? PS_COMM_ERR_SYSTEM
 					 : psc_err_from_fi(rc);
 	}
-	v->comm.aborted = false;
+	v->comm.ch.aborted = false;
 	v->bound = true;
 	psc_log(PSC_LOG_INFO, -1, "van: provider %s, address served on port "
 		"%d", v->comm.provider, *bound);
@@ -258,7 +297,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	pthread_mutex_lock(&p->send_lock);
 	/* The same endpoint again keeps its AV entry; a new one replaces. */
 	if (p->namelen != namelen || memcmp(p->name, name, namelen) != 0) {
-		rc = psc_ep_av_insert(v->comm.ep, name, &addr);
+		rc = psc_ep_av_insert(v->comm.ch.ep, name, &addr);
 		if (!rc) {
 			p->addr = addr;
 			memcpy(p->name, name, namelen);
@@ -296,7 +335,7 @@ static void batch_finish(struct van_batch *b, double deadline)
 
 	for (size_t i = 0; i < b->n; i++)
 		if (b->reqs[i]) {
-			int rc = psc_wait(&b->reqs[i], NULL, deadline);
+			int rc = van_wait(&b->reqs[i], NULL, deadline);
 
 			if (rc && !err)
 				err = rc;
@@ -340,14 +379,14 @@ static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
 
 	if (p->addr == FI_ADDR_NOTAVAIL)
 		return PS_COMM_ERR_PEER;
-	rc = psc_isend_to(&v->comm, PSC_PROTO_VAN, b->frame, flen, p->addr,
+	rc = van_send(v, PSC_PROTO_VAN, b->frame, flen, p->addr,
 			  p->slot, PSC_VAN_TAG_FRAME, &b->reqs[k++]);
 	if (!rc && !inline_meta)
-		rc = psc_isend_to(&v->comm, PSC_PROTO_VAN, meta, meta_len,
+		rc = van_send(v, PSC_PROTO_VAN, meta, meta_len,
 				  p->addr, p->slot, PSC_VAN_TAG_PIECE,
 				  &b->reqs[k++]);
 	for (size_t i = 0; !rc && i < nseg; i++)
-		rc = psc_isend_to(&v->comm, PSC_PROTO_VAN, segs[i].data,
+		rc = van_send(v, PSC_PROTO_VAN, segs[i].data,
 				  segs[i].len, p->addr, p->slot,
 				  PSC_VAN_TAG_PIECE, &b->reqs[k++]);
 	return rc;
@@ -383,10 +422,7 @@ static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
 /* Push posted sends along now: the receiving thread may be asleep. */
 static void kick(struct ps_comm_van *v)
 {
-	if (pthread_mutex_trylock(&v->comm.ep->lock) == 0) {
-		psc_progress(v->comm.ep);
-		pthread_mutex_unlock(&v->comm.ep->lock);
-	}
+	psc_ep_try_progress(v->comm.ch.ep);
 }
 
 int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
@@ -465,7 +501,7 @@ static bool inflight_done(const struct van_inflight *f)
 
 static int post_frame_recv(struct ps_comm_van *v)
 {
-	return psc_irecv(&v->comm, PSC_PROTO_VAN, v->frame_buf,
+	return van_recv(v, PSC_PROTO_VAN, v->frame_buf,
 			 sizeof(v->frame_buf), -1, PSC_VAN_TAG_FRAME,
 			 &v->frame_req);
 }
@@ -500,7 +536,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 	if (f->meta)
 		memcpy(msg->meta, f->meta, f->meta_len);
 	else
-		rc = psc_irecv(&v->comm, PSC_PROTO_VAN, msg->meta, f->meta_len,
+		rc = van_recv(v, PSC_PROTO_VAN, msg->meta, f->meta_len,
 			       (int)slot, PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	for (uint32_t i = 0; !rc && i < f->nseg; i++) {
 		size_t len = (size_t)psc_van_frame_seg_len(f, i);
@@ -511,7 +547,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 		msg->segs[i].data = buf;
 		msg->segs[i].len = len;
 		msg->nseg = i + 1;
-		rc = psc_irecv(&v->comm, PSC_PROTO_VAN, buf, len, (int)slot,
+		rc = van_recv(v, PSC_PROTO_VAN, buf, len, (int)slot,
 			       PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	}
 	return rc;
@@ -550,7 +586,7 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 static void take_frame(struct ps_comm_van *v)
 {
 	ps_comm_status_t st;
-	int rc = psc_wait(&v->frame_req, &st, 0);
+	int rc = van_wait(&v->frame_req, &st, 0);
 
 	if (rc)
 		psc_log(PSC_LOG_WARN, -1, "van: dropping a frame: %s",
@@ -586,7 +622,7 @@ static int finish_oldest(struct ps_comm_van *v, struct van_inflight **out,
 		if (!in->reqs[i])
 			continue;
 		if (psc_req_done(in->reqs[i]))
-			e = psc_wait(&in->reqs[i], NULL, 0);
+			e = van_wait(&in->reqs[i], NULL, 0);
 		else
 			*held |= psc_req_cancel(&in->reqs[i]) != 0;
 		if (!rc && e)
@@ -652,7 +688,7 @@ int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
 			drop_message(in, rc, held);
 			continue;
 		}
-		psc_ep_wait(v->comm.ep, recv_ready, &w, psc_now() + REAP_SEC);
+		psc_ep_wait(v->comm.ch.ep, recv_ready, &w, psc_now() + REAP_SEC);
 		reap(v);
 	}
 }
@@ -697,7 +733,7 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	v->server = NULL;
 	if (v->comm.op_timeout > 0 && v->comm.op_timeout < drain)
 		drain = v->comm.op_timeout;
-	if (psc_ep_wait(v->comm.ep, no_pending, v, psc_now() + drain) != 0) {
+	if (psc_ep_wait(v->comm.ch.ep, no_pending, v, psc_now() + drain) != 0) {
 		psc_log(PSC_LOG_WARN, -1, "van: stop cancels sends that did "
 			"not finish within %g s", drain);
 		rc = PS_COMM_ERR_TIMEOUT;
@@ -709,13 +745,13 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	for (b = v->pending; b; b = b->next)
 		for (size_t i = 0; i < b->n; i++)
 			if (b->reqs[i] && psc_req_done(b->reqs[i])) {
-				psc_wait(&b->reqs[i], NULL, 0);
+				van_wait(&b->reqs[i], NULL, 0);
 			} else if (b->reqs[i]) {
 				psc_req_cancel(&b->reqs[i]);
 				b->err = PS_COMM_ERR_CANCELED;
 			}
-	psc_ep_release(v->comm.ep);
-	v->comm.ep = NULL;
+	psc_ep_release(v->comm.ch.ep);
+	v->comm.ch.ep = NULL;
 	while ((b = v->pending) != NULL) {
 		v->pending = b->next;
 		b->n = 0; /* requests went with the endpoint */

@@ -18,7 +18,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "psc.h"
+#include "boot/store.h"
+#include "comm/comm.h"
+#include "net/net.h"
+#include "net/wire.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/util.h"
 
 #define PSC_VAN_TAG_FRAME 0
 #define PSC_VAN_TAG_PIECE 1

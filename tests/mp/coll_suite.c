@@ -28,7 +28,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "psc.h"
+#include "comm/comm.h"
+#include "util/param.h"
+#include "util/util.h"
 #include "suite.h"
 
 static int quick;

@@ -37,7 +37,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "psc.h"
+#include "boot/boot.h"
+#include "boot/store.h"
+#include "core/ep.h"
+#include "core/req.h"
+#include "net/net.h"
+#include "net/wire.h"
+#include "util/param.h"
+#include "util/util.h"
 
 #define EXIT_USAGE 2
 #define EXIT_CONNECT 3

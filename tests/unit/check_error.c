@@ -13,7 +13,10 @@
 #include <check.h>
 #include <rdma/fi_errno.h>
 
-#include "psc.h"
+#include "util/err.h"
+#include "provider.h"
+#include "ps_comm.h"
+#include "util/util.h"
 
 /* The lowest (most negative) code include/ps_comm.h defines. */
 #define LAST_CODE (-16)

@@ -13,7 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "psc.h"
+#include "core/ep_int.h"
+#include "core/req.h"
+#include "fabric/mr.h"
 
 #define MAXREG 4096
 
@@ -407,8 +409,8 @@ START_TEST(request_paths)
 	struct psc_mr *pin;
 
 	memset(&ep, 0, sizeof(ep));
-	ep.mr = mk(1u << 30, 100);
-	ep.mr_local = true;
+	ep.fab.mr = mk(1u << 30, 100);
+	ep.fab.mr_local = true;
 	memset(&r, 0, sizeof(r));
 	for (size_t i = 0; i < sizeof(small); i++)
 		small[i] = (uint8_t)(i * 7 + 1);
@@ -480,16 +482,16 @@ START_TEST(request_paths)
 	psc_mr_req_done(&ep, &child, 0);
 	psc_mr_req_done(&ep, &parent, 0);
 	/* Inside a pinned range: that registration, even when small. */
-	ck_assert_int_eq(psc_mr_pin(ep.mr, small, sizeof(small), &pin), 0);
+	ck_assert_int_eq(psc_mr_pin(ep.fab.mr, small, sizeof(small), &pin), 0);
 	r.buf = small + 10;
 	r.len = 20;
 	ck_assert_int_eq(psc_mr_req_prepare(&ep, &r, &buf, &desc), 0);
 	ck_assert_ptr_eq(r.mr, pin);
 	ck_assert_ptr_eq(buf, small + 10);
 	psc_mr_req_done(&ep, &r, 0);
-	psc_mr_unpin(ep.mr, pin);
+	psc_mr_unpin(ep.fab.mr, pin);
 	ck_assert(!is_live(pin));
-	done(ep.mr);
+	done(ep.fab.mr);
 }
 END_TEST
 

@@ -20,7 +20,11 @@
 
 #include <check.h>
 
-#include "psc.h"
+#include "boot/store.h"
+#include "core/ep.h"
+#include "core/req.h"
+#include "net/net.h"
+#include "util/util.h"
 
 /* ---------------------------------------------------------- hostport */
 

@@ -15,7 +15,8 @@
 
 #include <check.h>
 
-#include "psc.h"
+#include "util/param.h"
+#include "util/util.h"
 
 /* libfabric variables that psc_params_agree_text must include. */
 static const char *const rxm_vars[] = {

@@ -13,7 +13,10 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
-#include "psc.h"
+#include "core/tag.h"
+#include "provider.h"
+#include "ps_comm.h"
+#include "util/util.h"
 
 /* ------------------------------------------------------------- lookup */
 

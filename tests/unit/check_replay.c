@@ -13,6 +13,7 @@
  */
 #include <arpa/inet.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,7 +22,16 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
-#include "psc.h"
+#include "core/tag.h"
+#include "fabric/fabric.h"
+#include "fabric/preflight.h"
+#include "fabric/select.h"
+#include "net/net.h"
+#include "replay/replay.h"
+#include "util/param.h"
+#include "provider.h"
+#include "ps_comm.h"
+#include "util/util.h"
 
 #ifndef PSC_FI_INFO_DIR
 #error "PSC_FI_INFO_DIR must name tests/data/fi_info"

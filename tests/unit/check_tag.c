@@ -12,7 +12,10 @@
 
 #include <check.h>
 
-#include "psc.h"
+#include "core/tag.h"
+#include "provider.h"
+#include "ps_comm.h"
+#include "util/util.h"
 
 #define FMT64 0xAAAAAAAAAAAAAAAAULL
 #define FMT60 0x0AAAAAAAAAAAAAAAULL

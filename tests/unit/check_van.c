@@ -19,7 +19,16 @@
 #include <check.h>
 
 #include "ps_comm/van.h"
-#include "psc.h"
+#include "boot/store.h"
+#include "core/ep.h"
+#include "core/req.h"
+#include "core/tag.h"
+#include "fabric/fabric.h"
+#include "net/net.h"
+#include "p2p/p2p.h"
+#include "util/param.h"
+#include "util/util.h"
+#include "van/van_int.h"
 #include "van/van_int.h"
 
 #define HOST "127.0.0.1"
@@ -410,17 +419,18 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(psc_params_load(&params, err, sizeof(err)), 0);
 	c.params = params;
-	ck_assert_int_eq(psc_ep_acquire_exclusive(&c.ep, &cfg, err,
+	ck_assert_int_eq(psc_ep_acquire_exclusive(&c.ch.ep, &cfg, err,
 						  sizeof(err)), 0);
 	ck_assert_int_eq(psc_van_fetch(HOST, port, psc_store_job_id(&params),
 				       provider, psc_now() + 10, &slot, name,
 				       &namelen, err, sizeof(err)), 0);
-	ck_assert_int_eq(psc_ep_av_insert(c.ep, name, &addr), 0);
-	ck_assert_int_eq(psc_isend_to(&c, PSC_PROTO_VAN, frame, len, addr,
+	ck_assert_int_eq(psc_ep_av_insert(c.ch.ep, name, &addr), 0);
+	ck_assert_int_eq(psc_isend_to(&c.ch, PSC_PROTO_VAN, frame, len, addr,
 				      valid_slot ? slot : PSC_VAN_SLOT_MAX - 3,
-				      PSC_VAN_TAG_FRAME, &r), 0);
-	ck_assert_int_eq(psc_wait(&r, NULL, psc_now() + 10), 0);
-	psc_ep_release(c.ep);
+				      PSC_VAN_TAG_FRAME, &r, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(psc_wait(&r, NULL, psc_now() + 10, NULL, 0), 0);
+	psc_ep_release(c.ch.ep);
 }
 
 START_TEST(test_bad_frames)

@@ -12,7 +12,10 @@
 
 #include <check.h>
 
-#include "psc.h"
+#include "boot/store.h"
+#include "net/wire.h"
+#include "util/param.h"
+#include "util/util.h"
 
 static struct psc_wire_hdr sample(void)
 {

@@ -1,0 +1,79 @@
+/*
+ * Bootstrap: rank and size from PS_COMM_* or the usual launcher
+ * variables, the choice of rendezvous backend and interface, and the
+ * allgather of every rank's record through the store. Every rank checks
+ * every record against its own and fails fast, naming the rank that
+ * differs. This layer knows nothing of endpoints: the caller fills its
+ * record and handles each peer's through a callback.
+ *
+ * Functions return 0 or a negative errno (-ETIMEDOUT, -EBADE for a
+ * mismatch, -EPROTO for a malformed record, -EINVAL for a bad setting)
+ * with a message in err.
+ */
+#ifndef PSC_BOOT_H
+#define PSC_BOOT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "net/net.h"
+#include "ps_comm.h"
+#include "util/param.h"
+
+/* Rank and size from PS_COMM_* or the usual launcher variables. */
+int psc_env_rank_size(int *rank, int *size, char *err, size_t len);
+
+/* What a rank publishes; text fields are NUL-terminated. */
+struct psc_boot_record {
+	char version[32];
+	char provider[64];
+	char addr_format[32];
+	char ctx[16];
+	char agree[1024];
+	uint64_t hash;
+	char host[64];
+	uint8_t addr[256];
+	size_t addrlen;
+};
+
+/* How one bootstrap runs, from psc_boot_plan. */
+struct psc_boot_plan {
+	const struct psc_params *params;
+	int rank, size;
+	const char *spec;	  /* "tcp", "file:DIR", "pmix" or "none" */
+	char root[300];		  /* host:port for tcp, else "" */
+	bool have_iface;
+	struct psc_iface iface;	  /* when have_iface */
+};
+
+/*
+ * Choose the backend (attr's, else PS_COMM_BOOTSTRAP, "auto" resolved
+ * from the root address, PMIx or a size of 1) and the interface to use.
+ */
+int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
+		  const ps_comm_attr_t *attr, int rank, int size, char *err,
+		  size_t len);
+
+/*
+ * Fill the parts of rec that the bootstrap owns (version, settings
+ * text and hash, host name); the caller adds provider, address format,
+ * context and address.
+ */
+void psc_boot_record_init(struct psc_boot_record *rec,
+			  const struct psc_params *p);
+
+/*
+ * Publish me, read every rank's record in rank order, check each against
+ * me and hand it to peer(arg, rank, rec), which returns 0 or a negative
+ * errno with words in err. *local receives how many ranks share this
+ * host. Blocks until the plan's timeout at most.
+ */
+int psc_boot_exchange(const struct psc_boot_plan *b,
+		      const struct psc_boot_record *me,
+		      int (*peer)(void *arg, int rank,
+				  const struct psc_boot_record *rec,
+				  char *err, size_t len),
+		      void *arg, int *local, char *err, size_t len);
+
+#endif /* PSC_BOOT_H */

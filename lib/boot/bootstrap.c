@@ -1,0 +1,390 @@
+/*
+ * Bootstrap: rank and size from PS_COMM_* or the usual launcher variables,
+ * the choice of rendezvous backend and interface, then an allgather of
+ * every rank's record (pscomm version, provider, address format, hash of
+ * the settings that must agree, host and fabric address) through the
+ * store. Every rank checks every record against its own and fails fast,
+ * naming the rank that differs; the caller takes each record in rank
+ * order.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "boot/boot.h"
+#include "boot/store.h"
+#include "util/log.h"
+#include "util/util.h"
+
+/* Launcher variables, in the order DESIGN.md gives them. */
+static const struct {
+	const char *rank, *size;
+} launchers[] = {
+	{"PS_COMM_RANK", "PS_COMM_SIZE"},
+	{"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+	{"PMIX_RANK", NULL},
+	{"PMI_RANK", "PMI_SIZE"},
+	{"SLURM_PROCID", "SLURM_NTASKS"},
+	{"RANK", "WORLD_SIZE"},
+};
+
+int psc_env_rank_size(int *rank, int *size, char *err, size_t len)
+{
+	for (size_t i = 0; i < PSC_ARRAY_SIZE(launchers); i++) {
+		const char *r = getenv(launchers[i].rank);
+		const char *s = launchers[i].size ? getenv(launchers[i].size)
+						  : NULL;
+
+		if (!r || !*r)
+			continue;
+		if (psc_param_parse_int(r, rank) != 0 || *rank < 0) {
+			snprintf(err, len, "%s=\"%s\" is not a rank",
+				 launchers[i].rank, r);
+			return -EINVAL;
+		}
+		if (!launchers[i].size) {
+			int pr;
+
+			if (psc_store_pmix_rank_size(&pr, size) != 0) {
+				snprintf(err, len, "%s is set but the job "
+					 "size is unknown: set PS_COMM_SIZE",
+					 launchers[i].rank);
+				return -EINVAL;
+			}
+		} else if (!s || psc_param_parse_int(s, size) != 0 ||
+			   *size < 1) {
+			snprintf(err, len, "%s is set but %s=\"%s\" is not a "
+				 "job size", launchers[i].rank,
+				 launchers[i].size, s ? s : "");
+			return -EINVAL;
+		}
+		if (*rank >= *size) {
+			snprintf(err, len, "rank %d is not below size %d (from "
+				 "%s/%s)", *rank, *size, launchers[i].rank,
+				 launchers[i].size ? launchers[i].size : "PMIx");
+			return -EINVAL;
+		}
+		return 0;
+	}
+	*rank = 0;
+	*size = 1;
+	return 0;
+}
+
+/* ----------------------------------------------------------- records */
+
+void psc_boot_record_init(struct psc_boot_record *rec,
+			  const struct psc_params *p)
+{
+	memset(rec, 0, sizeof(*rec));
+	snprintf(rec->version, sizeof(rec->version), "%s", ps_comm_version());
+	rec->hash = psc_params_agree_text(p, rec->agree, sizeof(rec->agree));
+	gethostname(rec->host, sizeof(rec->host) - 1);
+}
+
+/* Serialise as "key=value\n" lines, a blank line, then the address. */
+static size_t rec_encode(const struct psc_boot_record *rec, uint8_t *buf, size_t len)
+{
+	int n = snprintf((char *)buf, len, "v=%s\nprov=%s\nfmt=%s\nctx=%s\n"
+			 "hash=%016llx\nagree=%s\nhost=%s\naddrlen=%zu\n\n",
+			 rec->version, rec->provider, rec->addr_format, rec->ctx,
+			 (unsigned long long)rec->hash, rec->agree, rec->host,
+			 rec->addrlen);
+
+	if (n < 0 || (size_t)n + rec->addrlen > len)
+		return 0;
+	memcpy(buf + n, rec->addr, rec->addrlen);
+	return (size_t)n + rec->addrlen;
+}
+
+/* Copy the value of "key=" from the header text into out. */
+static bool rec_field(const char *text, const char *key, char *out,
+		      size_t len)
+{
+	size_t klen = strlen(key);
+
+	for (const char *line = text; *line;) {
+		const char *nl = strchr(line, '\n');
+		size_t l = nl ? (size_t)(nl - line) : strlen(line);
+
+		if (l > klen && strncmp(line, key, klen) == 0 &&
+		    line[klen] == '=') {
+			size_t vlen = l - klen - 1;
+
+			if (vlen >= len)
+				return false;
+			memcpy(out, line + klen + 1, vlen);
+			out[vlen] = '\0';
+			return true;
+		}
+		if (!nl)
+			break;
+		line = nl + 1;
+	}
+	return false;
+}
+
+/* Parse a record received from the store; false if malformed. */
+static bool rec_decode(const uint8_t *buf, size_t len, struct psc_boot_record *rec)
+{
+	char text[2048], num[32];
+	const uint8_t *sep;
+	size_t tlen;
+
+	memset(rec, 0, sizeof(*rec));
+	sep = memmem(buf, len, "\n\n", 2);
+	if (!sep || (size_t)(sep - buf) + 2 > sizeof(text))
+		return false;
+	tlen = (size_t)(sep - buf) + 1;
+	memcpy(text, buf, tlen);
+	text[tlen] = '\0';
+	if (!rec_field(text, "v", rec->version, sizeof(rec->version)) ||
+	    !rec_field(text, "prov", rec->provider, sizeof(rec->provider)) ||
+	    !rec_field(text, "fmt", rec->addr_format,
+		       sizeof(rec->addr_format)) ||
+	    !rec_field(text, "ctx", rec->ctx, sizeof(rec->ctx)) ||
+	    !rec_field(text, "agree", rec->agree, sizeof(rec->agree)) ||
+	    !rec_field(text, "host", rec->host, sizeof(rec->host)) ||
+	    !rec_field(text, "hash", num, sizeof(num)))
+		return false;
+	rec->hash = strtoull(num, NULL, 16);
+	if (!rec_field(text, "addrlen", num, sizeof(num)))
+		return false;
+	rec->addrlen = strtoul(num, NULL, 10);
+	if (rec->addrlen == 0 || rec->addrlen > sizeof(rec->addr) ||
+	    tlen + 1 + rec->addrlen != len)
+		return false;
+	memcpy(rec->addr, sep + 2, rec->addrlen);
+	return true;
+}
+
+/* The first "NAME=value;" item that differs between two agree texts. */
+static void first_difference(const char *a, const char *b, char *out,
+			     size_t len)
+{
+	while (*a || *b) {
+		const char *ea = strchr(a, ';'), *eb = strchr(b, ';');
+		size_t la = ea ? (size_t)(ea - a) : strlen(a);
+		size_t lb = eb ? (size_t)(eb - b) : strlen(b);
+
+		if (la != lb || strncmp(a, b, la) != 0) {
+			snprintf(out, len, "%.*s here vs %.*s there", (int)la,
+				 a, (int)lb, b);
+			return;
+		}
+		a += la + (ea ? 1 : 0);
+		b += lb + (eb ? 1 : 0);
+	}
+	snprintf(out, len, "settings hash differs");
+}
+
+/* Compare rank r's record with ours; fill err and return false on a mismatch. */
+static bool rec_agree(const struct psc_boot_record *me, const struct psc_boot_record *them,
+		      int r, char *err, size_t len)
+{
+	char diff[400];
+
+	if (strcmp(me->version, them->version) != 0)
+		snprintf(diff, sizeof(diff), "pscomm %s here vs %s there",
+			 me->version, them->version);
+	else if (strcmp(me->provider, them->provider) != 0)
+		snprintf(diff, sizeof(diff), "provider %s here vs %s there "
+			 "(set the same FI_PROVIDER on every rank)",
+			 me->provider, them->provider);
+	else if (strcmp(me->addr_format, them->addr_format) != 0)
+		snprintf(diff, sizeof(diff), "address format %s here vs %s "
+			 "there (mixed IPv4/IPv6?)", me->addr_format,
+			 them->addr_format);
+	else if (strcmp(me->ctx, them->ctx) != 0)
+		snprintf(diff, sizeof(diff), "communicator context %s here vs "
+			 "%s there (ranks must create communicators in the "
+			 "same order with the same settings)", me->ctx,
+			 them->ctx);
+	else if (me->hash != them->hash)
+		first_difference(me->agree, them->agree, diff, sizeof(diff));
+	else
+		return true;
+	snprintf(err, len, "rank %d (%s) differs from this rank: %s", r,
+		 them->host, diff);
+	return false;
+}
+
+/* ---------------------------------------------------------- backends */
+
+/* ---------------------------------------------------------- backends */
+
+/* Resolve which backend and root address apply. */
+static int pick_backend(struct psc_boot_plan *b, const ps_comm_attr_t *attr)
+{
+	const struct psc_params *p = b->params;
+	const char *m = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
+
+	b->spec = attr && attr->bootstrap ? attr->bootstrap : p->bootstrap;
+	if (attr && attr->root)
+		snprintf(b->root, sizeof(b->root), "%s", attr->root);
+	else if (*p->root)
+		snprintf(b->root, sizeof(b->root), "%s", p->root);
+	else if (m && *m && mp && *mp)
+		snprintf(b->root, sizeof(b->root),
+			 strchr(m, ':') ? "[%s]:%s" : "%s:%s", m, mp);
+	else
+		b->root[0] = '\0';
+	if (strcmp(b->spec, "auto") != 0)
+		return 0;
+	if (b->root[0])
+		b->spec = "tcp";
+	else if (psc_store_pmix_available())
+		b->spec = "pmix";
+	else if (b->size == 1)
+		b->spec = "none";
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int store_open(struct psc_store *s, const struct psc_boot_plan *b)
+{
+	if (strcmp(b->spec, "tcp") == 0) {
+		if (!b->root[0]) {
+			snprintf(s->err, sizeof(s->err), "the tcp rendezvous "
+				 "needs PS_COMM_ROOT=host:port (or "
+				 "MASTER_ADDR and MASTER_PORT)");
+			return -EINVAL;
+		}
+		return psc_store_tcp_open(s, b->root, b->params);
+	}
+	if (strncmp(b->spec, "file:", 5) == 0)
+		return psc_store_file_open(s, b->spec + 5);
+	if (strcmp(b->spec, "pmix") == 0)
+		return psc_store_pmix_open(s);
+	snprintf(s->err, sizeof(s->err), "PS_COMM_BOOTSTRAP=\"%s\" is not "
+		 "auto, tcp, file:DIR or pmix", b->spec);
+	return -EINVAL;
+}
+
+/* Choose the interface to use; none when none is needed. */
+static int pick_iface(struct psc_boot_plan *b, char *err, size_t len)
+{
+	const char *root = strcmp(b->spec, "tcp") == 0 ? b->root : "";
+	struct sockaddr_storage ss;
+	struct psc_hostport hp;
+	socklen_t sl;
+	bool have_root = root[0] && psc_hostport_parse(root, &hp) == 0 &&
+			 psc_resolve(&hp, &ss, &sl, err, len) == 0;
+	int rc;
+
+	b->have_iface = false;
+	/* A singleton with no preference may use anything, loopback too. */
+	if (b->size == 1 && !have_root && !*b->params->ifname)
+		return 0;
+	rc = psc_iface_choose(b->params->ifname,
+			      have_root ? (struct sockaddr *)&ss : NULL,
+			      AF_UNSPEC, &b->iface, err, len);
+	if (rc)
+		return rc;
+	b->have_iface = true;
+	psc_log(PSC_LOG_INFO, b->rank, "using interface %s address %s",
+		b->iface.name, b->iface.addrstr);
+	return 0;
+}
+
+int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
+		  const ps_comm_attr_t *attr, int rank, int size, char *err,
+		  size_t len)
+{
+	memset(b, 0, sizeof(*b));
+	b->params = p;
+	b->rank = rank;
+	b->size = size;
+	if (pick_backend(b, attr)) {
+		snprintf(err, len, "no rendezvous for a job of %d ranks: set "
+			 "PS_COMM_ROOT=host:port (or MASTER_ADDR and "
+			 "MASTER_PORT), run under a PMIx launcher (mpirun, "
+			 "srun --mpi=pmix), or set PS_COMM_BOOTSTRAP=file:DIR",
+			 size);
+		return -EINVAL;
+	}
+	return pick_iface(b, err, len) ? -EINVAL : 0;
+}
+
+/* Read, check and hand over every rank's record in rank order. */
+static int gather(const struct psc_boot_plan *b, struct psc_store *s,
+		  const struct psc_boot_record *me,
+		  int (*peer)(void *, int, const struct psc_boot_record *,
+			      char *, size_t),
+		  void *arg, int *local)
+{
+	struct psc_boot_record them;
+	char err[600];
+	int rc;
+
+	*local = 0;
+	for (int r = 0; r < b->size; r++) {
+		void *val = NULL;
+		size_t vlen = 0;
+
+		rc = s->ops->get(s, r, "rec", &val, &vlen);
+		if (rc)
+			return rc;
+		if (!rec_decode(val, vlen, &them)) {
+			free(val);
+			snprintf(s->err, sizeof(s->err), "malformed bootstrap "
+				 "record from rank %d", r);
+			return -EPROTO;
+		}
+		free(val);
+		*local += strcmp(them.host, me->host) == 0;
+		if (!rec_agree(me, &them, r, err, sizeof(err))) {
+			snprintf(s->err, sizeof(s->err), "%s", err);
+			return -EBADE;
+		}
+		rc = peer(arg, r, &them, s->err, sizeof(s->err));
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int psc_boot_exchange(const struct psc_boot_plan *b,
+		      const struct psc_boot_record *me,
+		      int (*peer)(void *arg, int rank,
+				  const struct psc_boot_record *rec,
+				  char *err, size_t len),
+		      void *arg, int *local, char *err, size_t len)
+{
+	struct psc_store s = {0};
+	uint8_t buf[2048];
+	size_t n;
+	int rc;
+
+	s.rank = b->rank;
+	s.size = b->size;
+	s.deadline = psc_now() + b->params->timeout;
+	psc_log(PSC_LOG_INFO, b->rank, "bootstrap %s%s%s, %d ranks", b->spec,
+		strcmp(b->spec, "tcp") == 0 ? " at " : "",
+		strcmp(b->spec, "tcp") == 0 ? b->root : "", b->size);
+	n = rec_encode(me, buf, sizeof(buf));
+	if (!n) {
+		snprintf(err, len, "this rank's record does not fit %zu bytes",
+			 sizeof(buf));
+		return -EOVERFLOW;
+	}
+	rc = store_open(&s, b);
+	if (!rc)
+		rc = s.ops->put(&s, "rec", buf, n);
+	if (!rc)
+		rc = s.ops->commit(&s);
+	if (!rc)
+		rc = gather(b, &s, me, peer, arg, local);
+	if (!rc)
+		rc = s.ops->finish(&s);
+	if (rc)
+		snprintf(err, len, "bootstrap (%s) failed: %s",
+			 s.ops ? s.ops->name : b->spec, s.err);
+	if (s.ops)
+		s.ops->close(&s);
+	return rc;
+}

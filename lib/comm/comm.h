@@ -1,0 +1,69 @@
+/*
+ * Communicators: the p2p channel of a fixed, ordered set of ranks, the
+ * settings it was created with, and the errors users see. This layer is
+ * the only one that records ps_comm_last_error and turns internal codes
+ * into PS_COMM_ERR_* values; the layers above it (collectives, the van)
+ * report through it.
+ */
+#ifndef PSC_COMM_H
+#define PSC_COMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "p2p/p2p.h"
+#include "util/param.h"
+
+struct ps_comm {
+	struct psc_chan ch;    /* endpoint, context id, rank, size, peers */
+	struct psc_params params;
+	uint32_t coll_seq;     /* collectives started on this communicator */
+	double op_timeout;     /* seconds, 0 = none */
+	char provider[64];
+	char last_error[512];
+};
+
+/* Record a diagnostic on comm (lock not required). */
+void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Turn an internal code into the PS_COMM_ERR_* value the user gets,
+ * recording msg (when not empty) as the communicator's last error.
+ * Returns 0 for 0.
+ */
+int psc_comm_fail(struct ps_comm *c, int err, const char *msg);
+
+/* Deadline for a blocking operation started now (0 = none). */
+double psc_comm_op_deadline(const struct ps_comm *c);
+
+/*
+ * Wait for a request of c until its operation deadline, as ps_comm_wait
+ * does: returns a PS_COMM_ERR_* value, with status->error translated
+ * too, and records the failure's words; what names the operation in a
+ * timeout message ("collective", "operation").
+ */
+int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
+		  ps_comm_status_t *status, double deadline,
+		  const char *what);
+
+/*
+ * A communicator over the ranks of parent listed in ranks (n of them, in
+ * their new order), this rank being me among them, sharing parent's
+ * endpoint under context id ctx. Returns 0 or PS_COMM_ERR_NOMEM.
+ */
+int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
+			int me, uint32_t ctx, struct ps_comm **out);
+
+/*
+ * Bootstrap a world communicator into c (zeroed, params loaded): rank
+ * and size, rendezvous, endpoint, address exchange and agreement checks.
+ * Returns 0 or PS_COMM_ERR_* with c->last_error set.
+ */
+int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr);
+
+/* Free c after its endpoint hold was dropped or never taken. */
+void psc_comm_free(struct ps_comm *c);
+
+#endif /* PSC_COMM_H */

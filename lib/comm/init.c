@@ -1,0 +1,271 @@
+/*
+ * Communicator lifetime and the errors users see: init (parameters,
+ * logging, the libfabric version check, bootstrap), finalize (a barrier
+ * while progressing, cancel what is left, then close in order), abort,
+ * the small accessors, and the recording of failures.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "comm/comm.h"
+#include "fabric/topo.h"
+#include "util/err.h"
+#include "util/log.h"
+#include "util/util.h"
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
+
+const char *ps_comm_version(void)
+{
+	return STR(PS_COMM_VERSION_MAJOR) "." STR(PS_COMM_VERSION_MINOR) "."
+		STR(PS_COMM_VERSION_PATCH);
+}
+
+void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(c->last_error, sizeof(c->last_error), fmt, ap);
+	va_end(ap);
+}
+
+int psc_comm_fail(struct ps_comm *c, int err, const char *msg)
+{
+	if (err && msg && *msg)
+		psc_comm_set_error(c, "%s", msg);
+	return psc_err_from_fi(err);
+}
+
+double psc_comm_op_deadline(const struct ps_comm *c)
+{
+	return c->op_timeout > 0 ? psc_now() + c->op_timeout : 0;
+}
+
+int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
+		  ps_comm_status_t *status, double deadline,
+		  const char *what)
+{
+	char msg[512];
+	int rc = psc_wait(req, status, deadline, msg, sizeof(msg));
+
+	if (status)
+		status->error = psc_err_from_fi(status->error);
+	if (rc == -ETIMEDOUT && !msg[0])
+		snprintf(msg, sizeof(msg), "%s timed out after "
+			 "PS_COMM_OP_TIMEOUT=%g s: %s", what, c->op_timeout,
+			 strcmp(what, "collective") == 0
+				 ? "a peer did not take part"
+				 : "the peer did not answer");
+	return psc_comm_fail(c, rc, msg);
+}
+
+int ps_comm_attr_init(ps_comm_attr_t *attr)
+{
+	if (!attr)
+		return PS_COMM_ERR_ARG;
+	memset(attr, 0, sizeof(*attr));
+	attr->attr_size = sizeof(*attr);
+	attr->rank = -1;
+	attr->size = -1;
+	return 0;
+}
+
+/* Refuse to run on a libfabric older than the headers we compiled with. */
+static int check_fi_version(struct ps_comm *c)
+{
+	char err[256];
+
+	if (psc_fab_check_version(err, sizeof(err)) == 0)
+		return 0;
+	psc_comm_set_error(c, "%s", err);
+	return PS_COMM_ERR_VERSION;
+}
+
+/* Log pscomm's version and every setting in effect, at info level. */
+static void log_settings(const struct ps_comm *c)
+{
+	char line[1536], val[256];
+	size_t used = 0;
+
+	if (!psc_log_enabled(PSC_LOG_INFO))
+		return;
+	psc_fab_version(val, sizeof(val));
+	psc_log(PSC_LOG_INFO, c->ch.rank, "pscomm %s on %s, rank %d of %d, "
+		"provider %s", ps_comm_version(), val, c->ch.rank, c->ch.size,
+		c->provider);
+	line[0] = '\0';
+	for (size_t i = 0; i < psc_param_count; i++) {
+		psc_param_format(&c->params, &psc_param_table[i], val,
+				 sizeof(val));
+		if (strcmp(psc_param_table[i].name, "PS_COMM_JOB_KEY") == 0 &&
+		    val[0])
+			snprintf(val, sizeof(val), "(set)");
+		used += (size_t)snprintf(line + PSC_MIN(used, sizeof(line)),
+					 sizeof(line) - PSC_MIN(used, sizeof(line)),
+					 "%s%s=%s", used ? " " : "",
+					 psc_param_table[i].name, val);
+	}
+	psc_log(PSC_LOG_INFO, c->ch.rank, "settings: %s", line);
+	psc_topo_describe(line, sizeof(line));
+	psc_log(PSC_LOG_INFO, c->ch.rank, "placement: %s", line);
+}
+
+/* Report an init failure on stderr-level log and free c. */
+static int init_fail(struct ps_comm *c, int rc)
+{
+	psc_log(PSC_LOG_ERROR, c->ch.rank, "ps_comm_init failed: %s: %s",
+		ps_comm_strerror(rc), c->last_error);
+	psc_ep_release(c->ch.ep);
+	psc_comm_free(c);
+	return rc;
+}
+
+int ps_comm_init(ps_comm_t *comm, const ps_comm_attr_t *attr)
+{
+	struct ps_comm *c;
+	char err[256];
+	int rc;
+
+	if (!comm)
+		return PS_COMM_ERR_ARG;
+	*comm = NULL;
+	if (attr && attr->attr_size < offsetof(ps_comm_attr_t, bootstrap))
+		return PS_COMM_ERR_ARG;
+	psc_log_setup();
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return PS_COMM_ERR_NOMEM;
+	c->ch.rank = -1;
+	if (psc_params_load(&c->params, err, sizeof(err)) != 0) {
+		psc_comm_set_error(c, "%s", err);
+		return init_fail(c, PS_COMM_ERR_CONFIG);
+	}
+	c->op_timeout = c->params.op_timeout;
+	rc = check_fi_version(c);
+	if (!rc)
+		rc = psc_comm_bootstrap(c, attr);
+	if (rc)
+		return init_fail(c, rc);
+	log_settings(c);
+	*comm = c;
+	return 0;
+}
+
+static bool all_done(void *arg)
+{
+	ps_comm_request_t *r = arg;
+
+	return psc_req_done(r[0]) && psc_req_done(r[1]);
+}
+
+/*
+ * A dissemination barrier on the control protocol, so no rank closes its
+ * endpoint while a peer may still be talking to it. Returns 0 or an
+ * internal code.
+ */
+static int finalize_barrier(struct ps_comm *c, double deadline)
+{
+	struct psc_chan *ch = &c->ch;
+	char err[256];
+
+	for (int k = 1, round = 0; k < ch->size; k <<= 1, round++) {
+		ps_comm_request_t r[2] = {NULL, NULL};
+		int rc = psc_irecv(ch, PSC_PROTO_CTRL, NULL, 0,
+				   (ch->rank - k + ch->size) % ch->size, round,
+				   &r[0], err, sizeof(err));
+
+		if (!rc)
+			rc = psc_isend(ch, PSC_PROTO_CTRL, NULL, 0,
+				       (ch->rank + k) % ch->size,
+				       (uint32_t)round, &r[1], err,
+				       sizeof(err));
+		if (!rc && psc_ep_wait(ch->ep, all_done, r, deadline) != 0)
+			rc = -ETIMEDOUT;
+		for (int i = 0; i < 2; i++)
+			if (r[i] && !rc)
+				rc = psc_wait(&r[i], NULL, deadline, NULL, 0);
+			else if (r[i])
+				psc_wait(&r[i], NULL, psc_now(), NULL, 0);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int ps_comm_finalize(ps_comm_t c)
+{
+	double deadline;
+	int rc = 0;
+
+	if (!c)
+		return PS_COMM_ERR_ARG;
+	deadline = psc_now() + (c->op_timeout > 0 ? c->op_timeout
+						  : c->params.timeout);
+	if (!c->ch.aborted && c->ch.size > 1) {
+		rc = psc_err_from_fi(finalize_barrier(c, deadline));
+		if (rc)
+			psc_log(PSC_LOG_WARN, c->ch.rank, "finalize: barrier "
+				"failed (%s); closing anyway",
+				ps_comm_strerror(rc));
+	}
+	psc_ep_cancel_owner(c->ch.ep, &c->ch, -FI_ECANCELED);
+	psc_ep_release(c->ch.ep);
+	psc_comm_free(c);
+	return rc;
+}
+
+int ps_comm_abort(ps_comm_t c)
+{
+	if (!c)
+		return PS_COMM_ERR_ARG;
+	psc_chan_abort(&c->ch);
+	psc_ep_cancel_owner(c->ch.ep, &c->ch, -ESHUTDOWN);
+	return 0;
+}
+
+int ps_comm_rank(ps_comm_t c, int *rank)
+{
+	if (!c || !rank)
+		return PS_COMM_ERR_ARG;
+	*rank = c->ch.rank;
+	return 0;
+}
+
+int ps_comm_size(ps_comm_t c, int *size)
+{
+	if (!c || !size)
+		return PS_COMM_ERR_ARG;
+	*size = c->ch.size;
+	return 0;
+}
+
+int ps_comm_provider_name(ps_comm_t c, const char **name)
+{
+	if (!c || !name)
+		return PS_COMM_ERR_ARG;
+	*name = c->provider;
+	return 0;
+}
+
+int ps_comm_tag_ub(ps_comm_t c, int *tag_ub)
+{
+	if (!c || !tag_ub)
+		return PS_COMM_ERR_ARG;
+	*tag_ub = psc_ep_tags(c->ch.ep)->tag_ub;
+	return 0;
+}
+
+int ps_comm_last_error(ps_comm_t c, char *buf, size_t len)
+{
+	if (!c || !buf || !len)
+		return PS_COMM_ERR_ARG;
+	snprintf(buf, len, "%s", c->last_error);
+	return 0;
+}

@@ -1,0 +1,349 @@
+/*
+ * The core endpoint's life: opening one on a fabric endpoint (tag layout,
+ * queue depths, software-matching buffers), sharing it between
+ * communicators with the same settings through the process's registry,
+ * closing it in order, and the accessors the layers above use.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ep_int.h"
+#include "util/log.h"
+#include "util/util.h"
+
+_Static_assert(sizeof(((struct ps_comm_request *)0)->scratch) <=
+		       PSC_MR_MIN_BOUNCE,
+	       "request scratch must fit a registration slot");
+_Static_assert(PSC_SW_HDR <= PSC_MR_SLOT_HDR,
+	       "a software-matching header must fit a slot's header room");
+
+/*
+ * Every open endpoint of the process. Data progress is manual on most
+ * providers, so a thread blocked on one endpoint also drives the others:
+ * otherwise two communicators in one process can wait on each other.
+ */
+static pthread_mutex_t eps_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct psc_ep *eps_head;
+static int eps_count;
+
+/* The endpoint with this key with its refs raised, or NULL. */
+static struct psc_ep *find_shared(const char *key)
+{
+	struct psc_ep *e;
+
+	pthread_mutex_lock(&eps_lock);
+	for (e = eps_head; e; e = e->next_ep)
+		if (strcmp(e->key, key) == 0) {
+			e->refs++;
+			break;
+		}
+	pthread_mutex_unlock(&eps_lock);
+	return e;
+}
+
+/* Add a new endpoint to the registry with one reference. */
+static void ep_register(struct psc_ep *ep)
+{
+	pthread_mutex_lock(&eps_lock);
+	ep->refs = 1;
+	ep->next_ep = eps_head;
+	eps_head = ep;
+	__atomic_add_fetch(&eps_count, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&eps_lock);
+}
+
+/* Drop a reference; true when it was the last (ep left the registry). */
+static bool ep_unregister(struct psc_ep *ep)
+{
+	bool last;
+
+	pthread_mutex_lock(&eps_lock);
+	last = --ep->refs == 0;
+	for (struct psc_ep **p = &eps_head; last && *p; p = &(*p)->next_ep)
+		if (*p == ep) {
+			*p = ep->next_ep;
+			__atomic_sub_fetch(&eps_count, 1, __ATOMIC_RELAXED);
+			break;
+		}
+	pthread_mutex_unlock(&eps_lock);
+	return last;
+}
+
+void psc_ep_hold(struct psc_ep *ep)
+{
+	pthread_mutex_lock(&eps_lock);
+	ep->refs++;
+	pthread_mutex_unlock(&eps_lock);
+}
+
+int psc_ep_count(void)
+{
+	return __atomic_load_n(&eps_count, __ATOMIC_RELAXED);
+}
+
+void psc_ep_each_other(struct psc_ep *self, void (*fn)(struct psc_ep *))
+{
+	if (psc_ep_count() < 2)
+		return;
+	pthread_mutex_lock(&eps_lock);
+	for (struct psc_ep *e = eps_head; e; e = e->next_ep)
+		if (e != self)
+			fn(e);
+	pthread_mutex_unlock(&eps_lock);
+}
+
+/* What two communicators must share to share an endpoint. */
+static void ep_key(const struct psc_ep_config *cfg, char *key, size_t len)
+{
+	const char *filter = getenv("FI_PROVIDER");
+
+	snprintf(key, len, "prov=%s;if=%s;max=%zu;spin=%g;sw=%d",
+		 filter ? filter : "", cfg->iface ? cfg->iface->addrstr : "",
+		 cfg->params->max_msg_size, cfg->params->spin_us,
+		 cfg->params->sw_match);
+}
+
+/* Queue depths and message limits that follow from the caps. */
+static void ep_limits(struct psc_ep *ep)
+{
+	const struct psc_caps *c = &ep->fab.caps;
+
+	/* Leave a quarter of the receive pool for unexpected messages. */
+	ep->post_limit[0] = PSC_MIN(c->tx_size, 64);
+	ep->post_limit[1] = c->rx_size - c->rx_size / 4;
+	/* The tag rides in the CQ data where the profile trusts it. */
+	ep->sw_tag_in_data = c->sw_tag_in_data;
+	/* Untagged eager messages must fit one provider message. */
+	ep->sw_eager = PSC_SW_EAGER;
+	if (c->max_msg_size < PSC_SW_HDR + PSC_SW_EAGER)
+		ep->sw_eager = c->max_msg_size > 2 * PSC_SW_HDR
+				       ? c->max_msg_size - PSC_SW_HDR
+				       : PSC_SW_HDR;
+}
+
+/* Free every request left; no completion can arrive any more. */
+static void free_requests(struct psc_ep *ep)
+{
+	/* A child goes with its parent, which would keep a dangling link. */
+	while (ep->live) {
+		struct ps_comm_request *r = ep->live;
+
+		while (r->parent)
+			r = r->parent;
+		psc_req_free(r);
+	}
+}
+
+/* Close everything in libfabric's order and free ep. */
+static void ep_close(struct psc_ep *ep)
+{
+	psc_fab_close_ep(&ep->fab);
+	/*
+	 * Free what libfabric held, then the registrations they held, before
+	 * the domain closes.
+	 */
+	free_requests(ep);
+	psc_fab_close(&ep->fab);
+	psc_sw_close(ep);
+	pthread_mutex_destroy(&ep->src_lock);
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+}
+
+static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
+		   char *err, size_t len)
+{
+	struct psc_ep *ep = calloc(1, sizeof(*ep));
+	int rc;
+
+	if (!ep)
+		return -ENOMEM;
+	pthread_mutex_init(&ep->lock, NULL);
+	pthread_mutex_init(&ep->src_lock, NULL);
+	ep->spin_us = cfg->params->spin_us;
+	rc = psc_fab_open(&ep->fab, cfg, err, len);
+	if (rc) {
+		pthread_mutex_destroy(&ep->src_lock);
+		pthread_mutex_destroy(&ep->lock);
+		free(ep);
+		return rc;
+	}
+	rc = psc_tag_layout_init(&ep->tl, ep->fab.caps.mem_tag_format);
+	if (rc) {
+		snprintf(err, len, "provider %s offers %u tag bits; pscomm "
+			 "needs at least %d", psc_fab_provider(&ep->fab),
+			 ep->fab.caps.tag_bits, PSC_TAG_PROTO_BITS + 1 +
+			 PSC_TAG_CTX_BITS + PSC_TAG_RANK_BITS +
+			 PSC_TAG_MIN_USER_BITS);
+		ep_close(ep);
+		return rc;
+	}
+	ep_limits(ep);
+	if (ep->fab.caps.sw_match && (rc = psc_sw_open(ep)) != 0) {
+		snprintf(err, len, "posting receive buffers on provider %s "
+			 "failed: %s", psc_fab_provider(&ep->fab),
+			 psc_fab_strerror(-rc));
+		ep_close(ep);
+		return rc;
+	}
+	psc_log(PSC_LOG_INFO, ep->fab.rank, "user tags of %u bits%s",
+		ep->tl.user_bits,
+		ep->fab.caps.sw_match ? ", software matching" : "");
+	*out = ep;
+	return 0;
+}
+
+int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
+		   uint32_t *ctx, char *err, size_t len)
+{
+	char key[160];
+	struct psc_ep *ep;
+	int rc;
+
+	ep_key(cfg, key, sizeof(key));
+	ep = find_shared(key);
+	if (!ep) {
+		rc = ep_open(&ep, cfg, err, len);
+		if (rc)
+			return rc;
+		snprintf(ep->key, sizeof(ep->key), "%s", key);
+		ep_register(ep);
+	}
+	pthread_mutex_lock(&ep->lock);
+	*ctx = ep->next_ctx++ & ((1u << PSC_TAG_CTX_BITS) - 1);
+	pthread_mutex_unlock(&ep->lock);
+	*out = ep;
+	return 0;
+}
+
+int psc_ep_acquire_exclusive(struct psc_ep **out,
+			     const struct psc_ep_config *cfg, char *err,
+			     size_t len)
+{
+	struct psc_ep *ep;
+	int rc = ep_open(&ep, cfg, err, len);
+
+	if (rc)
+		return rc;
+	/* A key that no ep_key() text can equal: never found for sharing. */
+	snprintf(ep->key, sizeof(ep->key), "exclusive:%p", (void *)ep);
+	ep_register(ep);
+	ep->next_ctx = 1;
+	*out = ep;
+	return 0;
+}
+
+void psc_ep_release(struct psc_ep *ep)
+{
+	if (ep && ep_unregister(ep))
+		ep_close(ep);
+}
+
+uint32_t psc_ep_ctx_next(struct psc_ep *ep)
+{
+	uint32_t ctx;
+
+	pthread_mutex_lock(&ep->lock);
+	ctx = ep->next_ctx;
+	pthread_mutex_unlock(&ep->lock);
+	return ctx;
+}
+
+void psc_ep_ctx_reserve(struct psc_ep *ep, uint32_t ctx)
+{
+	pthread_mutex_lock(&ep->lock);
+	ep->next_ctx = ctx + 1;
+	pthread_mutex_unlock(&ep->lock);
+}
+
+int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *out)
+{
+	int rc;
+
+	pthread_mutex_lock(&ep->lock);
+	rc = psc_fab_av_insert(&ep->fab, addr, out);
+	pthread_mutex_unlock(&ep->lock);
+	return rc;
+}
+
+void psc_ep_lock(struct psc_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+}
+
+void psc_ep_unlock(struct psc_ep *ep)
+{
+	pthread_mutex_unlock(&ep->lock);
+}
+
+const struct psc_caps *psc_ep_caps(const struct psc_ep *ep)
+{
+	return &ep->fab.caps;
+}
+
+const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep)
+{
+	return &ep->tl;
+}
+
+size_t psc_ep_single_limit(const struct psc_ep *ep)
+{
+	return ep->fab.caps.sw_match ? ep->sw_eager : ep->fab.caps.max_msg_size;
+}
+
+const char *psc_ep_provider(const struct psc_ep *ep)
+{
+	return psc_fab_provider(&ep->fab);
+}
+
+uint32_t psc_ep_addr_format(const struct psc_ep *ep)
+{
+	return psc_fab_addr_format(&ep->fab);
+}
+
+const void *psc_ep_name(const struct psc_ep *ep, size_t *len)
+{
+	*len = ep->fab.namelen;
+	return ep->fab.name;
+}
+
+double psc_ep_spin(const struct psc_ep *ep)
+{
+	return ep->spin_us;
+}
+
+void psc_ep_set_spin(struct psc_ep *ep, double us)
+{
+	ep->spin_us = us;
+}
+
+int psc_ep_post_first(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	if (!ep->fab.caps.sw_match)
+		return psc_ep_post(ep, r);
+	if (r->kind == PSC_REQ_RECV) {
+		psc_sw_recv(ep, r);
+		return 0;
+	}
+	r->untagged = true;
+	psc_sw_encode_hdr(r);
+	return psc_ep_post(ep, r);
+}
+
+void psc_ep_cancel_owner(struct psc_ep *ep, const void *owner, int err)
+{
+	pthread_mutex_lock(&ep->lock);
+	for (struct ps_comm_request *r = ep->live; r; r = r->live_next) {
+		/* A generic request fails through its cancelled pieces. */
+		if (r->owner != owner || r->parent || psc_req_done(r) ||
+		    r->kind == PSC_REQ_GENERIC)
+			continue;
+		if (!r->status.error)
+			r->status.error = err;
+		psc_req_cancel_tree(r);
+	}
+	psc_progress(ep);
+	pthread_mutex_unlock(&ep->lock);
+}

@@ -1,0 +1,179 @@
+/*
+ * The endpoint as the layers above the core see it: an opaque handle on
+ * one libfabric endpoint with its progress engine, shared by the
+ * communicators built on it and told apart by context ids. Posting,
+ * progress and blocking waits are here; the fields are private to the
+ * core (ep_int.h).
+ *
+ * Locking: the endpoint lock serialises every libfabric call on the
+ * endpoint and every request state change. Functions say "lock held"
+ * when the caller must hold it (psc_ep_lock), "takes the lock" when they
+ * take it themselves; the others need no lock.
+ */
+#ifndef PSC_EP_H
+#define PSC_EP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/req.h"
+#include "core/tag.h"
+#include "fabric/fabric.h"
+
+struct psc_ep;
+
+/*
+ * Get an endpoint for a communicator: the process's open endpoint opened
+ * with the same settings if there is one, else a new one (psc_fab_open,
+ * then the software-matching buffers when the provider needs them).
+ * *ctx receives the communicator's context id; ranks that create
+ * communicators in the same order get the same ids. Returns 0, or a
+ * negative errno with a message in err.
+ */
+int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
+		   uint32_t *ctx, char *err, size_t len);
+
+/*
+ * Like psc_ep_acquire, but always a new endpoint that no later acquire
+ * shares (the van serves its endpoint's address and owns all its van
+ * traffic). It is still registered, so blocking waits on other endpoints
+ * progress it. Its one user's context id is 0.
+ */
+int psc_ep_acquire_exclusive(struct psc_ep **out,
+			     const struct psc_ep_config *cfg, char *err,
+			     size_t len);
+
+/* One more hold on an open endpoint (a split communicator). */
+void psc_ep_hold(struct psc_ep *ep);
+
+/*
+ * Drop a hold; the last one closes the endpoint in libfabric's order and
+ * frees every request left. Never called with the lock held.
+ */
+void psc_ep_release(struct psc_ep *ep);
+
+/*
+ * Context ids: the next free one (to agree on with peers), and moving
+ * past ctx once the peers agreed. Take the lock.
+ */
+uint32_t psc_ep_ctx_next(struct psc_ep *ep);
+void psc_ep_ctx_reserve(struct psc_ep *ep, uint32_t ctx);
+
+/* Insert a peer's address into the AV. Takes the lock. */
+int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *out);
+
+void psc_ep_lock(struct psc_ep *ep);
+void psc_ep_unlock(struct psc_ep *ep);
+
+/* What the endpoint runs with; constant while it is open. */
+const struct psc_caps *psc_ep_caps(const struct psc_ep *ep);
+const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep);
+/* The largest message sent as one piece. */
+size_t psc_ep_single_limit(const struct psc_ep *ep);
+const char *psc_ep_provider(const struct psc_ep *ep);
+uint32_t psc_ep_addr_format(const struct psc_ep *ep);
+/* This endpoint's fabric address (fi_getname) and its length. */
+const void *psc_ep_name(const struct psc_ep *ep, size_t *len);
+
+/*
+ * Busy-polling before a blocking wait backs off, in microseconds; a
+ * negative value means "not decided yet" (PS_COMM_SPIN_US=-1).
+ */
+double psc_ep_spin(const struct psc_ep *ep);
+void psc_ep_set_spin(struct psc_ep *ep, double us);
+
+/*
+ * Hand r to libfabric, or queue it behind earlier ones when the provider
+ * says EAGAIN. psc_ep_post_first posts the first piece of a message: on
+ * providers matched in software, a send goes untagged with a header and
+ * a receive is matched against arrivals. Lock held. Returns 0 or a
+ * negative fi error for a failure that is not EAGAIN (r is then not
+ * posted).
+ */
+int psc_ep_post(struct psc_ep *ep, struct ps_comm_request *r);
+int psc_ep_post_first(struct psc_ep *ep, struct ps_comm_request *r);
+
+/*
+ * Hold [buf, buf + len) registered for the children of a large message
+ * parent, so they pass its descriptor without lookups; dropped when the
+ * parent completes. No-op on providers without local registration.
+ * Lock held. Returns 0 or an error.
+ */
+int psc_ep_hold_range(struct psc_ep *ep, struct ps_comm_request *parent,
+		      const void *buf, size_t len);
+
+/* Ask libfabric to cancel r (posted) or drop it from a queue. Lock held. */
+void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r);
+
+/*
+ * Cancel every request of owner not yet done, failing them with err
+ * (internal code); a GENERIC one fails through its cancelled pieces.
+ * Takes the lock.
+ */
+void psc_ep_cancel_owner(struct psc_ep *ep, const void *owner, int err);
+
+/*
+ * Read the CQ in batches, dispatch completions and errors, then retry
+ * queued posts. Lock held. Returns the number of events handled or a
+ * negative fi error when the CQ itself failed.
+ */
+int psc_progress(struct psc_ep *ep);
+
+/*
+ * psc_progress under the lock, then the endpoint's progress sources
+ * without it. Takes the lock. Returns how many things moved.
+ */
+int psc_ep_progress(struct psc_ep *ep);
+
+/* psc_progress when the lock is free at once, else nothing. */
+void psc_ep_try_progress(struct psc_ep *ep);
+
+/*
+ * Block until done(arg) is true or deadline (psc_now() seconds, 0 = no
+ * limit) passes, driving this endpoint, its sources and the process's
+ * other endpoints. Takes the lock itself; never spins forever: busy-
+ * polls for the spin time, then yields, then blocks on the CQ wait object
+ * or sleeps with backoff. Returns 0 or -ETIMEDOUT.
+ */
+int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
+		double deadline);
+
+/*
+ * Progress work of a layer above (a running collective): poll is called
+ * from blocking waits and psc_ep_progress without the endpoint lock, by
+ * one thread at a time, never blocks, and returns how many things moved;
+ * it sets finished when it is done, and finish is then called once, after
+ * it left the endpoint's list and without any lock.
+ */
+struct psc_prog_src {
+	int (*poll)(struct psc_prog_src *src);
+	void (*finish)(struct psc_prog_src *src);
+	bool finished;
+	struct psc_prog_src *next;
+};
+
+/* Append src to ep's sources: older work is polled first. */
+void psc_ep_add_source(struct psc_ep *ep, struct psc_prog_src *src);
+
+/*
+ * Poll ep's sources once, without the lock; 0 when another thread is at
+ * it. Returns how many things moved.
+ */
+int psc_ep_run_sources(struct psc_ep *ep);
+
+/*
+ * Run fn(arg) while no source of ep is being polled (to change a
+ * source's state from another thread), then poll the sources.
+ */
+void psc_ep_with_sources(struct psc_ep *ep, void (*fn)(void *), void *arg);
+
+/*
+ * User registrations (ps_comm_mem_register) on ep's MR cache. Take the
+ * lock. Return 0 or an internal code (-ENOENT: not a handle of ep).
+ */
+int psc_ep_mem_pin(struct psc_ep *ep, const void *buf, size_t len,
+		   struct ps_comm_mem **out);
+int psc_ep_mem_unpin(struct psc_ep *ep, struct ps_comm_mem *u);
+
+#endif /* PSC_EP_H */

@@ -1,0 +1,140 @@
+/*
+ * The core's private view of an endpoint: its fields, and the contracts
+ * between the core's own files (requests, progress, software matching,
+ * registration of request buffers). Included only under lib/core/.
+ */
+#ifndef PSC_EP_INT_H
+#define PSC_EP_INT_H
+
+#include <pthread.h>
+#include <stdio.h>
+
+#include "core/ep.h"
+#include "fabric/mr.h"
+
+/*
+ * One endpoint: its libfabric objects (fab) and the engine state around
+ * them. lock guards everything but the registry links, the source list
+ * and the fields that never change after open.
+ */
+struct psc_ep {
+	pthread_mutex_t lock;
+	struct psc_fab fab;
+	struct psc_tag_layout tl;
+	struct psc_req_queue txq, rxq; /* posts deferred by EAGAIN */
+	struct ps_comm_request *live;  /* every allocated request */
+	struct ps_comm_request *sw_posted; /* software-matched receives */
+	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
+	size_t sw_eager;		   /* largest untagged payload */
+	bool sw_tag_in_data;		   /* tag in CQ data, no header */
+	uint64_t sw_dropped;		   /* malformed arrivals dropped */
+	void *sw_slab;			   /* the software-matching buffers */
+	size_t posted[2];	       /* sends, receives libfabric holds */
+	size_t post_limit[2];	       /* at most this many (queue depth) */
+	bool in_progress;	       /* inside psc_progress's CQ reads */
+	double spin_us;		       /* busy-poll before backing off */
+	uint32_t next_ctx;	       /* context id of the next user */
+	/* The process's endpoint registry (endpoint.c). */
+	struct psc_ep *next_ep;
+	char key[160];		       /* what sharing it requires */
+	int refs;		       /* users holding it */
+	/* Progress sources (progress.c), under src_lock. */
+	pthread_mutex_t src_lock;
+	struct psc_prog_src *src_head;
+	int src_count;		       /* read without the lock */
+};
+
+/*
+ * The process's open endpoints, which blocking waits also progress.
+ * psc_ep_each_other calls fn on every endpoint but self whose lock it can
+ * take without waiting (lock held during fn). psc_ep_count is their
+ * number (relaxed read).
+ */
+void psc_ep_each_other(struct psc_ep *self, void (*fn)(struct psc_ep *));
+int psc_ep_count(void);
+
+
+/*
+ * Deliver a completion for r (from the CQ or from software matching):
+ * r's ops decide whether it goes on or with what it completes. Lock held.
+ */
+void psc_req_dispatch(struct ps_comm_request *r,
+		      const struct fi_cq_tagged_entry *ev);
+
+/* Cancel every piece of r that libfabric still holds. Lock held. */
+void psc_req_cancel_tree(struct ps_comm_request *r);
+
+/* ---------------------------------------------- software matching */
+
+/*
+ * Header and largest eager payload of a software-matched first message
+ * (less when the provider's max_msg_size is smaller: ep->sw_eager).
+ */
+#define PSC_SW_HDR 16
+#define PSC_SW_EAGER 8192
+
+struct psc_sw_unexp;
+
+/* Post the endpoint's bounce buffers (caps.sw_match). Returns 0/-errno. */
+int psc_sw_open(struct psc_ep *ep);
+/*
+ * Free the bounce buffers and arrivals nobody received (at close, after
+ * psc_mr_ep_close dropped the buffers' registration).
+ */
+void psc_sw_close(struct psc_ep *ep);
+/*
+ * Write r's tag and length into r->scratch for an untagged send (unused
+ * when the tag travels as CQ data).
+ */
+void psc_sw_encode_hdr(struct ps_comm_request *r);
+/*
+ * A bounce buffer b received got bytes: match it to the first fitting
+ * receive or keep it, then repost b. Lock held.
+ */
+void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
+		    const struct fi_cq_tagged_entry *ev);
+/* Match first receive r against kept arrivals, or queue it. Lock held. */
+void psc_sw_recv(struct psc_ep *ep, struct ps_comm_request *r);
+/* Withdraw a queued receive; true if it was queued. Lock held. */
+bool psc_sw_cancel(struct psc_ep *ep, struct ps_comm_request *r);
+
+
+/* ------------------------------------------ request buffer registration */
+
+/*
+ * The buffer and descriptor to post r with (ep->mr_local only): r->buf
+ * inside its parent's held range, a pinned range or a cached one; small
+ * ones (and request scratch) through a slot, into which a send's bytes
+ * are copied now. The holds are recorded in r (r->mr, r->mr_slot), so
+ * calling it again after -FI_EAGAIN reuses them. Returns 0 or an error
+ * (nothing held then).
+ */
+int psc_mr_req_prepare(struct psc_ep *ep, struct ps_comm_request *r,
+		       void **buf, void **desc);
+
+/*
+ * The same for an untagged send of hdr (hdrlen bytes) followed by r->buf:
+ * one flat slot when both fit, else the header in a slot and the payload
+ * registered. Fills iov/desc (2 entries) and *count.
+ */
+int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
+			   const void *hdr, size_t hdrlen, struct iovec *iov,
+			   void **desc, size_t *count);
+
+/*
+ * r's operation is over: copy a receive's first `got` bytes (at most
+ * r->len) from its slot to r->buf, then drop r's holds. Idempotent;
+ * safe on any request.
+ */
+void psc_mr_req_done(struct psc_ep *ep, struct ps_comm_request *r,
+		     size_t got);
+
+/*
+ * Hold [buf, buf + len) for the children of a large message parent, so
+ * they pass its descriptor without lookups; dropped by psc_mr_req_done on
+ * the parent. No-op without ep->mr_local. Returns 0 or an error.
+ */
+int psc_mr_req_hold(struct psc_ep *ep, struct ps_comm_request *parent,
+		    const void *buf, size_t len);
+
+#endif /* PSC_EP_INT_H */

@@ -1,0 +1,539 @@
+/*
+ * The progress engine: posting with EAGAIN queues, reading the CQ in
+ * batches, turning completions and CQ errors into request results, and
+ * blocking waits that never spin forever. Data progress is manual on most
+ * providers, so every wait drives it; CQ errors fail only the request they
+ * name. A blocked thread busy-polls for PS_COMM_SPIN_US, then yields the
+ * core and blocks on the CQ's wait fd or sleeps with backoff, so that
+ * oversubscribed ranks let their peers run.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <rdma/fi_errno.h>
+
+#include "core/ep_int.h"
+#include "util/log.h"
+#include "util/util.h"
+
+#define CQ_BATCH 16
+
+/*
+ * A software-matched first message: the tag as CQ data, or a header in
+ * front of the payload.
+ */
+static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
+			     bool *injected)
+{
+	struct iovec iov[2] = {{r->scratch, PSC_SW_HDR}, {r->buf, r->len}};
+	uint8_t flat[PSC_SW_HDR + PSC_SW_EAGER];
+	bool small;
+
+	if (ep->sw_tag_in_data) {
+		void *buf = r->buf, *desc = NULL;
+		int rc;
+
+		small = !r->no_inject && r->len <= ep->fab.caps.inject_size;
+		*injected = small;
+		if (small)
+			return fi_injectdata(ep->fab.ep, r->buf, r->len, r->tag,
+					     r->addr);
+		if (ep->fab.mr_local &&
+		    (rc = psc_mr_req_prepare(ep, r, &buf, &desc)) != 0)
+			return rc;
+		return fi_senddata(ep->fab.ep, buf, r->len, desc, r->tag, r->addr,
+				   &r->fctx);
+	}
+	small = !r->no_inject && PSC_SW_HDR + r->len <= ep->fab.caps.inject_size;
+	if (small) {
+		memcpy(flat, r->scratch, PSC_SW_HDR);
+		memcpy(flat + PSC_SW_HDR, r->buf, r->len);
+		*injected = true;
+		return fi_inject(ep->fab.ep, flat, PSC_SW_HDR + r->len, r->addr);
+	}
+	if (ep->fab.mr_local) {
+		void *desc[2];
+		size_t n;
+		int rc = psc_mr_req_prepare_hdr(ep, r, r->scratch, PSC_SW_HDR,
+						iov, desc, &n);
+
+		return rc ? rc : fi_sendv(ep->fab.ep, iov, desc, n, r->addr,
+					  &r->fctx);
+	}
+	return fi_sendv(ep->fab.ep, iov, NULL, r->len ? 2 : 1, r->addr, &r->fctx);
+}
+
+/*
+ * Hand one request to libfabric. Returns 0, -FI_EAGAIN or an error. With
+ * registration, every buffer but an injected one goes with a descriptor
+ * (lib/mr.c), possibly from a pre-registered copy (buf).
+ */
+static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
+			bool *injected)
+{
+	void *buf = r->buf, *desc = NULL;
+	int rc;
+
+	*injected = false;
+	if (r->untagged)
+		return post_untagged(ep, r, injected);
+	if (r->kind == PSC_REQ_SEND && !r->no_inject &&
+	    r->len <= ep->fab.caps.inject_size) {
+		*injected = true;
+		return ep->fab.caps.len_in_cq_data
+			       ? fi_tinjectdata(ep->fab.ep, r->buf, r->len,
+						r->data, r->addr, r->tag)
+			       : fi_tinject(ep->fab.ep, r->buf, r->len, r->addr,
+					    r->tag);
+	}
+	if (ep->fab.mr_local && (rc = psc_mr_req_prepare(ep, r, &buf, &desc)) != 0)
+		return rc;
+	if (r->kind == PSC_REQ_BOUNCE)
+		return fi_recv(ep->fab.ep, buf, r->len, desc, r->addr, &r->fctx);
+	if (r->kind == PSC_REQ_RECV)
+		return fi_trecv(ep->fab.ep, buf, r->len, desc, r->addr, r->tag,
+				r->ignore, &r->fctx);
+	if (ep->fab.caps.len_in_cq_data)
+		return fi_tsenddata(ep->fab.ep, buf, r->len, desc, r->data,
+				    r->addr, r->tag, &r->fctx);
+	return fi_tsend(ep->fab.ep, buf, r->len, desc, r->addr, r->tag, &r->fctx);
+}
+
+/* Index into ep->posted: 0 for sends, 1 for receives and bounces. */
+static int dir_of(const struct ps_comm_request *r)
+{
+	return r->kind != PSC_REQ_SEND;
+}
+
+/*
+ * Post r now; on success mark it posted (or done, if injected). Beyond the
+ * provider's queue depth it answers EAGAIN itself: some providers (shm)
+ * fail with ENOMEM instead, and their pool also holds unexpected messages.
+ */
+static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	int d = dir_of(r);
+	bool injected;
+	ssize_t rc;
+
+	if (ep->post_limit[d] && ep->posted[d] >= ep->post_limit[d])
+		return -FI_EAGAIN;
+	rc = post_one(ep, r, &injected);
+	/* Registrations wait with a request that waits for its post. */
+	if (rc && rc != -FI_EAGAIN)
+		psc_mr_req_done(ep, r, 0);
+	if (rc)
+		return rc;
+	if (injected) {
+		psc_req_complete(r, 0);
+	} else {
+		r->state = PSC_REQ_POSTED;
+		ep->posted[d]++;
+	}
+	return 0;
+}
+
+/* Receives and bounce buffers wait in the receive queue. */
+static struct psc_req_queue *queue_of(struct psc_ep *ep,
+				      const struct ps_comm_request *r)
+{
+	return r->kind == PSC_REQ_SEND ? &ep->txq : &ep->rxq;
+}
+
+int psc_ep_post(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	struct psc_req_queue *q = queue_of(ep, r);
+	ssize_t rc;
+
+	/* Behind a queued operation, wait in line: order must hold. */
+	if (q->head) {
+		psc_queue_push(q, r);
+		return 0;
+	}
+	rc = post_now(ep, r);
+	if (rc == -FI_EAGAIN) {
+		r->state = PSC_REQ_QUEUED;
+		psc_queue_push(q, r);
+		/*
+		 * rxm needs CQ reads to make the EAGAIN go away. Not from
+		 * inside a CQ read (a reposted bounce buffer): handling later
+		 * completions first would reorder arrivals.
+		 */
+		if (!ep->in_progress)
+			psc_progress(ep);
+		return 0;
+	}
+	return (int)rc;
+}
+
+/* Retry queued posts in order until one still gets EAGAIN. */
+static void retry_queue(struct psc_ep *ep, struct psc_req_queue *q)
+{
+	struct ps_comm_request *r;
+
+	while ((r = q->head) != NULL) {
+		ssize_t rc = post_now(ep, r);
+
+		if (rc == -FI_EAGAIN)
+			return;
+		psc_queue_pop(q);
+		if (rc) {
+			psc_req_set_errmsg(r, "deferred post failed: %s",
+					   fi_strerror((int)-rc));
+			psc_req_complete(r, (int)rc);
+		}
+	}
+}
+
+static struct ps_comm_request *req_of(void *op_context)
+{
+	return psc_container_of(op_context, struct ps_comm_request, fctx);
+}
+
+void psc_req_dispatch(struct ps_comm_request *r,
+		      const struct fi_cq_tagged_entry *ev)
+{
+	int rc = 0;
+
+	if (r->ops && r->ops->complete) {
+		rc = r->ops->complete(r, ev);
+		if (rc == 1)
+			return;
+	} else if (r->kind == PSC_REQ_RECV) {
+		r->status.len = ev->len;
+		/* A chunk received whole into a buffer of its own. */
+		if (r->owns_buf && r->user_len)
+			memcpy(r->user_buf, r->buf, r->user_len);
+		if (r->ep->fab.caps.len_in_cq_data &&
+		    (ev->flags & FI_REMOTE_CQ_DATA) &&
+		    (uint32_t)ev->data != (uint32_t)ev->len)
+			rc = -FI_ETRUNC;
+	}
+	psc_req_complete(r, rc);
+}
+
+static void handle_completion(struct psc_ep *ep,
+			      const struct fi_cq_tagged_entry *ev)
+{
+	struct ps_comm_request *r;
+
+	if (!ev->op_context)
+		return;
+	r = req_of(ev->op_context);
+	ep->posted[dir_of(r)]--;
+	/* Copy a small receive out of its slot before anyone reads it. */
+	psc_mr_req_done(ep, r, ev->len);
+	if (r->kind == PSC_REQ_BOUNCE)
+		psc_sw_arrival(ep, r, ev);
+	else
+		psc_req_dispatch(r, ev);
+}
+
+/* A CQ error entry: fail the one request it names. */
+static void handle_cq_error(struct psc_ep *ep)
+{
+	struct fi_cq_err_entry e;
+	struct ps_comm_request *r;
+	char detail[256], pbuf[128] = "";
+	const char *pstr;
+	int err;
+
+	memset(&e, 0, sizeof(e));
+	if (fi_cq_readerr(ep->fab.cq, &e, 0) < 0 || !e.op_context)
+		return;
+	r = req_of(e.op_context);
+	ep->posted[dir_of(r)]--;
+	err = abs(e.err); /* shm reports a negative value */
+	/* A truncated receive filled its buffer; nothing else arrived. */
+	psc_mr_req_done(ep, r, err == FI_ETRUNC ? r->len : 0);
+	if (r->kind == PSC_REQ_BOUNCE) {
+		/* Cancelled at close, or an oversized message: keep serving. */
+		if (err != FI_ECANCELED) {
+			psc_log(PSC_LOG_WARN, ep->fab.rank, "dropping a bad message "
+				"(%s)", fi_strerror(err));
+			r->state = PSC_REQ_QUEUED;
+			psc_ep_post(ep, r);
+		}
+		return;
+	}
+	if (err == FI_ETRUNC && r->kind == PSC_REQ_RECV) {
+		/* rxm reports len = olen = 0: the buffer was filled. */
+		if (r->ops && r->ops->truncated) {
+			psc_req_complete(r, r->ops->truncated(r, e.tag));
+			return;
+		}
+		r->status.len = r->len;
+		psc_req_complete(r, -FI_ETRUNC);
+		return;
+	}
+	if (err == FI_ECANCELED) {
+		psc_req_complete(r, -FI_ECANCELED);
+		return;
+	}
+	pstr = fi_cq_strerror(ep->fab.cq, e.prov_errno, e.err_data, pbuf,
+			      sizeof(pbuf));
+	ep->fab.prov->describe_cq_error(err, e.prov_errno, pstr, detail,
+				    sizeof(detail));
+	psc_req_set_errmsg(r, "%s failed on provider %s: %s",
+			   r->kind == PSC_REQ_RECV ? "receive" : "send",
+			   ep->fab.info->fabric_attr->prov_name, detail);
+	psc_log(PSC_LOG_WARN, ep->fab.rank, "%s", r->errmsg ? r->errmsg : detail);
+	psc_req_complete(r, -err);
+}
+
+int psc_progress(struct psc_ep *ep)
+{
+	struct fi_cq_tagged_entry ev[CQ_BATCH];
+	int total = 0;
+
+	ep->in_progress = true;
+	for (;;) {
+		ssize_t n = fi_cq_read(ep->fab.cq, ev, CQ_BATCH);
+
+		if (n > 0) {
+			for (ssize_t i = 0; i < n; i++)
+				handle_completion(ep, &ev[i]);
+			total += (int)n;
+			if (n < CQ_BATCH)
+				break;
+		} else if (n == -FI_EAVAIL) {
+			handle_cq_error(ep);
+			total++;
+		} else if (n == -FI_EAGAIN) {
+			break;
+		} else {
+			psc_log(PSC_LOG_ERROR, ep->fab.rank, "fi_cq_read: %s",
+				fi_strerror((int)-n));
+			ep->in_progress = false;
+			return (int)n;
+		}
+	}
+	ep->in_progress = false;
+	retry_queue(ep, &ep->txq);
+	retry_queue(ep, &ep->rxq);
+	return total;
+}
+
+void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	struct psc_req_queue *q = queue_of(ep, r);
+
+	if (psc_sw_cancel(ep, r))
+		return;
+	if (r->state == PSC_REQ_QUEUED) {
+		if (psc_queue_remove(q, r))
+			psc_req_complete(r, -FI_ECANCELED);
+		return;
+	}
+	if (r->state == PSC_REQ_POSTED)
+		fi_cancel(&ep->fab.ep->fid, &r->fctx);
+}
+
+/* Back off after `idle` fruitless rounds: yield 16 times, then sleep. */
+static void backoff(unsigned idle)
+{
+	if (idle < 16)
+		sched_yield();
+	else
+		psc_backoff_sleep(1e-6, 1e-3, idle - 16, false, 0);
+}
+
+/* Block briefly on the CQ's wait object, or back off. */
+static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
+{
+	double left = deadline > 0 ? deadline - psc_now() : 1.0;
+	/* With other endpoints to drive, never sleep long on this one. */
+	double cap = psc_ep_count() > 1 ? 1 : 10;
+	int ms = (int)PSC_MIN(left * 1000.0, cap);
+
+	if (ms < 1)
+		ms = 1;
+	/*
+	 * Sends in flight need this side's progress to push their data (the
+	 * wait fd does not wake for a writable socket): yield, do not sleep.
+	 */
+	if (ep->posted[0] || ep->txq.head) {
+		sched_yield();
+		return;
+	}
+	/*
+	 * A few yields first: a peer on this core answers within a time
+	 * slice, and waking from poll costs more than yielding to it.
+	 */
+	if (idle < 16) {
+		sched_yield();
+		return;
+	}
+	if (ep->fab.wait_mode == PSC_WAIT_FD) {
+		struct fid *f = &ep->fab.cq->fid;
+		int rc;
+
+		pthread_mutex_lock(&ep->lock);
+		rc = fi_trywait(ep->fab.fabric, &f, 1);
+		pthread_mutex_unlock(&ep->lock);
+		if (rc == 0) {
+			struct pollfd p = {.fd = ep->fab.wait_fd, .events = POLLIN};
+
+			/* Short timeout: another thread may reap our event. */
+			poll(&p, 1, ms);
+		}
+		return;
+	}
+	if (ep->fab.wait_mode == PSC_WAIT_SREAD && idle >= 16) {
+		struct fi_cq_tagged_entry ev;
+		ssize_t n;
+
+		pthread_mutex_lock(&ep->lock);
+		n = fi_cq_sread(ep->fab.cq, &ev, 1, NULL, 1);
+		if (n > 0)
+			handle_completion(ep, &ev);
+		else if (n == -FI_EAVAIL)
+			handle_cq_error(ep);
+		pthread_mutex_unlock(&ep->lock);
+		return;
+	}
+	backoff(idle);
+}
+
+/* Progress another endpoint; skip it when another thread holds it. */
+static void progress_other(struct psc_ep *e)
+{
+	psc_ep_try_progress(e);
+	psc_ep_run_sources(e);
+}
+
+int psc_ep_progress(struct psc_ep *ep)
+{
+	int n;
+
+	pthread_mutex_lock(&ep->lock);
+	n = psc_progress(ep);
+	pthread_mutex_unlock(&ep->lock);
+	return (n > 0 ? n : 0) + psc_ep_run_sources(ep);
+}
+
+void psc_ep_try_progress(struct psc_ep *ep)
+{
+	if (pthread_mutex_trylock(&ep->lock) == 0) {
+		psc_progress(ep);
+		pthread_mutex_unlock(&ep->lock);
+	}
+}
+
+/* ------------------------------------------------- progress sources */
+
+void psc_ep_add_source(struct psc_ep *ep, struct psc_prog_src *src)
+{
+	struct psc_prog_src **pp;
+
+	src->finished = false;
+	src->next = NULL;
+	pthread_mutex_lock(&ep->src_lock);
+	for (pp = &ep->src_head; *pp; pp = &(*pp)->next)
+		;
+	*pp = src;
+	__atomic_add_fetch(&ep->src_count, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&ep->src_lock);
+}
+
+/* Poll every source; unlink the finished ones onto *done. */
+static int poll_sources(struct psc_ep *ep, struct psc_prog_src **done)
+{
+	struct psc_prog_src **pp = &ep->src_head;
+	int moved = 0;
+
+	while (*pp) {
+		struct psc_prog_src *s = *pp;
+
+		moved += s->poll(s);
+		if (s->finished) {
+			*pp = s->next;
+			s->next = *done;
+			*done = s;
+			__atomic_sub_fetch(&ep->src_count, 1, __ATOMIC_RELAXED);
+		} else {
+			pp = &s->next;
+		}
+	}
+	return moved;
+}
+
+/* Call finish on sources that left the list, oldest first. */
+static void finish_sources(struct psc_prog_src *done)
+{
+	struct psc_prog_src *rev = NULL;
+
+	while (done) {
+		struct psc_prog_src *s = done;
+
+		done = s->next;
+		s->next = rev;
+		rev = s;
+	}
+	while (rev) {
+		struct psc_prog_src *s = rev;
+
+		rev = s->next;
+		s->finish(s);
+	}
+}
+
+int psc_ep_run_sources(struct psc_ep *ep)
+{
+	struct psc_prog_src *done = NULL;
+	int moved;
+
+	/* A thread that finds another one polling leaves the work to it. */
+	if (!__atomic_load_n(&ep->src_count, __ATOMIC_RELAXED) ||
+	    pthread_mutex_trylock(&ep->src_lock) != 0)
+		return 0;
+	moved = poll_sources(ep, &done);
+	pthread_mutex_unlock(&ep->src_lock);
+	finish_sources(done);
+	return moved;
+}
+
+void psc_ep_with_sources(struct psc_ep *ep, void (*fn)(void *), void *arg)
+{
+	pthread_mutex_lock(&ep->src_lock);
+	fn(arg);
+	pthread_mutex_unlock(&ep->src_lock);
+	psc_ep_run_sources(ep);
+}
+
+int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
+		double deadline)
+{
+	double spin_end = psc_now() + ep->spin_us * 1e-6;
+	unsigned idle = 0;
+
+	for (;;) {
+		double t;
+		int n;
+
+		pthread_mutex_lock(&ep->lock);
+		n = psc_progress(ep);
+		pthread_mutex_unlock(&ep->lock);
+		n += psc_ep_run_sources(ep);
+		if (done(arg))
+			return 0;
+		psc_ep_each_other(ep, progress_other);
+		t = psc_now();
+		if (deadline > 0 && t >= deadline)
+			return -ETIMEDOUT;
+		if (n > 0) {
+			idle = 0;
+			continue;
+		}
+		if (t < spin_end)
+			continue;
+		block_briefly(ep, idle, deadline);
+		if (idle < 1000)
+			idle++;
+	}
+}

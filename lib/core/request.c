@@ -1,0 +1,262 @@
+/*
+ * Requests: allocation on the endpoint's live list, completion and its
+ * propagation from a large message's children to their parent, the EAGAIN
+ * queues, reaping, cancelling and waiting. A request that its owner
+ * abandoned (timeout, finalize) stays alive until libfabric is done with
+ * its fi_context2, then frees itself.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "core/ep_int.h"
+
+struct ps_comm_request *psc_req_alloc(struct psc_ep *ep, void *owner,
+				      enum psc_req_kind kind)
+{
+	struct ps_comm_request *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return NULL;
+	r->kind = kind;
+	r->state = PSC_REQ_QUEUED;
+	r->ep = ep;
+	r->owner = owner;
+	r->status.source = -1;
+	r->status.tag = -1;
+	r->live_next = ep->live;
+	if (ep->live)
+		ep->live->live_prev = r;
+	ep->live = r;
+	return r;
+}
+
+void psc_req_free(struct ps_comm_request *r)
+{
+	struct psc_ep *ep = r->ep;
+
+	while (r->kids) {
+		struct ps_comm_request *k = r->kids;
+
+		r->kids = k->sibling;
+		k->parent = NULL;
+		psc_req_free(k);
+	}
+	if (r->live_prev)
+		r->live_prev->live_next = r->live_next;
+	else
+		ep->live = r->live_next;
+	if (r->live_next)
+		r->live_next->live_prev = r->live_prev;
+	/* Closing with operations posted: their holds go with them. */
+	psc_mr_req_done(ep, r, 0);
+	if (r->owns_buf) {
+		/* A cached registration must not outlive the memory. */
+		if (ep->fab.mr)
+			psc_mr_invalidate(ep->fab.mr, r->buf, r->len);
+		free(r->buf);
+	}
+	free(r->errmsg);
+	free(r);
+}
+
+void psc_req_adopt(struct ps_comm_request *parent,
+		   struct ps_comm_request *child)
+{
+	child->parent = parent;
+	child->sibling = parent->kids;
+	parent->kids = child;
+	parent->children_left++;
+}
+
+bool psc_req_done(const struct ps_comm_request *r)
+{
+	return __atomic_load_n(&r->state, __ATOMIC_ACQUIRE) == PSC_REQ_DONE;
+}
+
+/* Mark done: the release store pairs with psc_req_done(). */
+static void req_mark_done(struct ps_comm_request *r)
+{
+	__atomic_store_n(&r->state, PSC_REQ_DONE, __ATOMIC_RELEASE);
+}
+
+void psc_req_complete(struct ps_comm_request *r, int err)
+{
+	struct ps_comm_request *p = r->parent;
+
+	if (err && !(err == -FI_ETRUNC && r->expect_trunc) &&
+	    !r->status.error)
+		r->status.error = err;
+	/* Done with the buffer (a parent: with its children's range). */
+	psc_mr_req_done(r->ep, r, 0);
+	req_mark_done(r);
+	if (!p)
+		goto maybe_free;
+	/* Children are freed with their parent; only report upwards. */
+	if (r->status.error && !p->status.error)
+		p->status.error = r->status.error;
+	if (r->errmsg && !p->errmsg) {
+		p->errmsg = r->errmsg;
+		r->errmsg = NULL;
+	}
+	if (--p->children_left > 0)
+		return;
+	r = p;
+	psc_mr_req_done(r->ep, r, 0);
+	req_mark_done(r);
+maybe_free:
+	if (r->abandoned)
+		psc_req_free(r);
+}
+
+void psc_req_set_errmsg(struct ps_comm_request *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (r->errmsg)
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&r->errmsg, fmt, ap) < 0)
+		r->errmsg = NULL;
+	va_end(ap);
+}
+
+void psc_queue_push(struct psc_req_queue *q, struct ps_comm_request *r)
+{
+	r->next = NULL;
+	if (q->tail)
+		q->tail->next = r;
+	else
+		q->head = r;
+	q->tail = r;
+}
+
+struct ps_comm_request *psc_queue_pop(struct psc_req_queue *q)
+{
+	struct ps_comm_request *r = q->head;
+
+	if (r) {
+		q->head = r->next;
+		if (!q->head)
+			q->tail = NULL;
+		r->next = NULL;
+	}
+	return r;
+}
+
+bool psc_queue_remove(struct psc_req_queue *q, struct ps_comm_request *r)
+{
+	struct ps_comm_request *prev = NULL;
+
+	for (struct ps_comm_request *i = q->head; i; prev = i, i = i->next) {
+		if (i != r)
+			continue;
+		if (prev)
+			prev->next = i->next;
+		else
+			q->head = i->next;
+		if (q->tail == i)
+			q->tail = prev;
+		i->next = NULL;
+		return true;
+	}
+	return false;
+}
+
+/* Hand a completed request's result to the caller and free it. */
+int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
+		 char *msg, size_t len)
+{
+	struct ps_comm_request *r = *req;
+	struct psc_ep *ep = r->ep;
+	int err = r->status.error;
+
+	if (status)
+		*status = r->status;
+	if (msg && len)
+		snprintf(msg, len, "%s", r->errmsg ? r->errmsg : "");
+	pthread_mutex_lock(&ep->lock);
+	psc_req_free(r);
+	pthread_mutex_unlock(&ep->lock);
+	*req = NULL;
+	return err;
+}
+
+static bool req_done_pred(void *arg)
+{
+	return psc_req_done(arg);
+}
+
+void psc_req_cancel_tree(struct ps_comm_request *r)
+{
+	if (r->kind == PSC_REQ_PARENT) {
+		for (struct ps_comm_request *k = r->kids; k; k = k->sibling)
+			if (!psc_req_done(k))
+				psc_ep_cancel(r->ep, k);
+	} else if (!psc_req_done(r)) {
+		psc_ep_cancel(r->ep, r);
+	}
+}
+
+int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
+	     double deadline, char *msg, size_t len)
+{
+	struct ps_comm_request *r = *req;
+	struct psc_ep *ep = r->ep;
+
+	if (psc_ep_wait(ep, req_done_pred, r, deadline) == 0)
+		return psc_req_reap(req, status, msg, len);
+	if (r->ops && r->ops->abort) {
+		/* Its owner withdraws the pieces, then completes it. */
+		r->ops->abort(r, -ETIMEDOUT);
+		psc_ep_wait(ep, req_done_pred, r, 0);
+		return psc_req_reap(req, status, msg, len);
+	}
+	pthread_mutex_lock(&ep->lock);
+	if (psc_req_done(r)) {
+		pthread_mutex_unlock(&ep->lock);
+		return psc_req_reap(req, status, msg, len);
+	}
+	/* Abandon it: it frees itself once libfabric lets go of it. */
+	psc_req_cancel_tree(r);
+	if (status) {
+		*status = r->status;
+		status->error = -ETIMEDOUT;
+	}
+	if (msg && len)
+		msg[0] = '\0';
+	/* A queued request is cancelled at once: free it now. */
+	if (psc_req_done(r))
+		psc_req_free(r);
+	else
+		r->abandoned = true;
+	pthread_mutex_unlock(&ep->lock);
+	*req = NULL;
+	return -ETIMEDOUT;
+}
+
+int psc_req_cancel(ps_comm_request_t *req)
+{
+	struct ps_comm_request *r = *req;
+	struct psc_ep *ep = r->ep;
+	int rc = 0;
+
+	*req = NULL;
+	pthread_mutex_lock(&ep->lock);
+	psc_req_cancel_tree(r);
+	/* Providers report a cancel as a CQ error entry: reap it. */
+	for (int i = 0; i < 100 && !psc_req_done(r); i++)
+		psc_progress(ep);
+	if (psc_req_done(r)) {
+		psc_req_free(r);
+	} else {
+		r->abandoned = true;
+		rc = -EBUSY;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return rc;
+}

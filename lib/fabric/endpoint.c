@@ -1,0 +1,483 @@
+/*
+ * The fabric endpoint: hints, choosing one fi_info entry (honouring
+ * FI_PROVIDER and, for IP providers, the interface chosen for this rank;
+ * among NICs of the chosen provider, the nearest; psc_ep_select runs on
+ * any list, so tests replay recorded ones), and opening fabric, domain,
+ * CQ, AV and endpoint as a staged sequence that unwinds on error.
+ * Closing follows libfabric's order: endpoint, then the registrations,
+ * AV and CQ, then domain and fabric.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+
+#include "fabric/fabric.h"
+#include "fabric/mr.h"
+#include "fabric/preflight.h"
+#include "fabric/select.h"
+#include "fabric/topo.h"
+#include "util/log.h"
+#include "util/util.h"
+
+
+struct fi_info *psc_ep_hints(const char *prov_name)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	if (!h)
+		return NULL;
+	h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+	/* FI_ASYNC_IOV: caps.async_iov keeps iov arrays off the stack. */
+	h->mode = FI_CONTEXT | FI_CONTEXT2 | FI_ASYNC_IOV;
+	h->ep_attr->type = FI_EP_RDM;
+	h->domain_attr->av_type = FI_AV_TABLE;
+	h->domain_attr->resource_mgmt = FI_RM_ENABLED;
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	/*
+	 * Offer every mode pscomm honours; verbs;ofi_rxm and efa keep
+	 * FI_MR_LOCAL only when offered, and caps.mr_local then says so.
+	 */
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR |
+				  FI_MR_ALLOCATED | FI_MR_PROV_KEY |
+				  FI_MR_ENDPOINT;
+	h->tx_attr->msg_order = FI_ORDER_SAS;
+	h->rx_attr->msg_order = FI_ORDER_SAS;
+	if (prov_name) {
+		h->fabric_attr->prov_name = strdup(prov_name);
+		if (!h->fabric_attr->prov_name) {
+			fi_freeinfo(h);
+			return NULL;
+		}
+		psc_provider_lookup(prov_name)->fixup_hints(h);
+	}
+	return h;
+}
+
+/* Append "name (reason)" to a list of rejected providers once per name. */
+static void note_reject(char *buf, size_t len, const char *name,
+			const char *why)
+{
+	size_t used = strlen(buf);
+
+	if (strstr(buf, name))
+		return;
+	snprintf(buf + used, len - used, "%s%s (%s)", used ? "; " : "", name,
+		 why);
+}
+
+/* The providers installed in libfabric, for "nothing usable" errors. */
+static void installed_providers(char *buf, size_t len)
+{
+	struct fi_info *all = NULL;
+	size_t used = 0;
+
+	buf[0] = '\0';
+	if (fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
+		       &all) != 0)
+		return;
+	for (struct fi_info *i = all; i; i = i->next) {
+		const char *n = i->fabric_attr->prov_name;
+
+		/* Utility and hook providers are layered, not chosen. */
+		if (!n || strncmp(n, "ofi_", 4) == 0 || strstr(buf, n))
+			continue;
+		used += (size_t)snprintf(buf + PSC_MIN(used, len),
+					 len - PSC_MIN(used, len), "%s%s",
+					 used ? ", " : "", n);
+	}
+	fi_freeinfo(all);
+}
+
+int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
+		 struct fi_info **list, bool *relaxed)
+{
+	struct fi_info *hints = psc_ep_hints(prov_name);
+	int rc;
+
+	*list = NULL;
+	*relaxed = false;
+	if (!hints)
+		return -ENOMEM;
+	rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
+	if (rc == -FI_ENODATA) {
+		/* opx advertises no FI_ORDER_SAS; ask again without it. */
+		hints->tx_attr->msg_order = 0;
+		hints->rx_attr->msg_order = 0;
+		rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
+		*relaxed = rc == 0;
+	}
+	fi_freeinfo(hints);
+	return rc;
+}
+
+/* Whether the user pinned this family's interface (FI_TCP_IFACE ...). */
+static bool iface_pinned(const struct psc_provider_ops *p)
+{
+	const char *v = p->iface_env ? getenv(p->iface_env) : NULL;
+
+	return v && *v;
+}
+
+/*
+ * Whether entry i is acceptable for this selection: its profile accepts
+ * it and, for IP-addressed providers, it carries the chosen interface's
+ * address (unless the user pinned the provider's interface). Fills caps.
+ */
+static bool entry_fits(const struct fi_info *i, struct psc_select *s,
+		       struct psc_caps *caps)
+{
+	const char *name = i->fabric_attr->prov_name;
+	const struct psc_provider_ops *p = psc_provider_lookup(name);
+	char why[160];
+
+	if (!p->accept(i, why, sizeof(why))) {
+		note_reject(s->rejects, sizeof(s->rejects), name, why);
+		return false;
+	}
+	p->derive_caps(i, caps);
+	if (caps->ip_addressed && s->iface && !iface_pinned(p) &&
+	    (!i->src_addr ||
+	     !psc_sockaddr_same_ip(i->src_addr,
+				   (struct sockaddr *)&s->iface->addr)))
+		return false;
+	return true;
+}
+
+/* The distance of i's NIC, or -1 when unknown or not asked for. */
+static int entry_distance(const struct fi_info *i, const struct psc_caps *c,
+			  const struct psc_select *s)
+{
+	if (!s->distance || !c->nic_local ||
+	    iface_pinned(psc_provider_lookup(i->fabric_attr->prov_name)))
+		return -1;
+	return s->distance(i, s->distance_arg);
+}
+
+/* The caps the endpoint runs with: the profile's, with the parameters. */
+static void apply_params(struct psc_caps *c, const struct psc_params *p,
+			 int rank)
+{
+	if (p && p->max_msg_size && p->max_msg_size < c->max_msg_size)
+		c->max_msg_size = p->max_msg_size;
+	if (c->inject_size > c->max_msg_size)
+		c->inject_size = c->max_msg_size;
+	if (p && p->sw_match == 1)
+		c->sw_match = true;
+	if (c->sw_match && c->async_iov) {
+		/* Software matching sends from an iov on the stack. */
+		c->sw_match = false;
+		if (p && p->sw_match == 1)
+			psc_log(PSC_LOG_WARN, rank, "PS_COMM_SW_MATCH=1 "
+				"ignored: the provider needs FI_ASYNC_IOV");
+	}
+}
+
+const struct fi_info *psc_ep_select(const struct fi_info *list,
+				    struct psc_select *s)
+{
+	const struct fi_info *first = NULL;
+	struct psc_caps caps;
+
+	s->pick = NULL;
+	s->nic_distance = -1;
+	s->rejects[0] = '\0';
+	/*
+	 * The first fitting entry in libfabric's order fixes the provider
+	 * and address format, so every rank with the same fabric agrees;
+	 * only the NIC within them follows this process's locality.
+	 */
+	for (const struct fi_info *i = list; i; i = i->next) {
+		int d;
+
+		if (first && (strcmp(i->fabric_attr->prov_name,
+				     first->fabric_attr->prov_name) != 0 ||
+			      i->addr_format != first->addr_format))
+			continue;
+		if (!entry_fits(i, s, &caps))
+			continue;
+		d = entry_distance(i, &caps, s);
+		if (!first || (d >= 0 && (s->nic_distance < 0 ||
+					  d < s->nic_distance))) {
+			s->pick = i;
+			s->caps = caps;
+			s->nic_distance = d;
+		}
+		if (!first)
+			first = i;
+	}
+	if (s->pick)
+		apply_params(&s->caps, s->params, s->rank);
+	return s->pick;
+}
+
+/* hwloc's view of the machine, loaded only if an entry names a NIC. */
+struct lazy_topo {
+	void *topo;
+	bool tried;
+};
+
+static int lazy_distance(const struct fi_info *info, void *arg)
+{
+	struct lazy_topo *t = arg;
+
+	if (!t->tried) {
+		t->topo = psc_topo_open();
+		t->tried = true;
+	}
+	return psc_topo_nic_distance(info, t->topo);
+}
+
+static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
+		     char *err, size_t len)
+{
+	struct lazy_topo topo = {NULL, false};
+	struct psc_select sel = {
+		.params = cfg->params,
+		.iface = cfg->iface,
+		.distance = lazy_distance,
+		.distance_arg = &topo,
+		.rank = cfg->rank,
+	};
+	const char *filter = getenv("FI_PROVIDER");
+	const struct fi_info *pick;
+	struct fi_info *list = NULL;
+	char installed[256];
+	bool relaxed;
+	int rc;
+
+	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
+	psc_preflight_env(cfg->params, cfg->rank);
+	rc = psc_ep_query(fi_getinfo, NULL, &list, &relaxed);
+	pick = rc == 0 ? psc_ep_select(list, &sel) : NULL;
+	psc_topo_close(topo.topo);
+	if (!pick) {
+		const char *rejects = sel.rejects;
+
+		installed_providers(installed, sizeof(installed));
+		snprintf(err, len, "no usable libfabric provider%s%s%s%s. "
+			 "Providers installed here: %s. Unset FI_PROVIDER or "
+			 "set it to one of them; `ps_comm_info` shows which "
+			 "work on this machine and why",
+			 filter ? " for FI_PROVIDER=" : "",
+			 filter ? filter : "",
+			 cfg->iface && rc == 0 ? " on interface " : "",
+			 cfg->iface && rc == 0 ? cfg->iface->name : "",
+			 installed);
+		if (rejects[0]) {
+			size_t u = strlen(err);
+
+			snprintf(err + u, len - u, " (rejected: %s)", rejects);
+		}
+		fi_freeinfo(list);
+		return -ENODATA;
+	}
+	ep->info = fi_dupinfo(pick);
+	fi_freeinfo(list);
+	if (!ep->info)
+		return -ENOMEM;
+	ep->prov = psc_provider_lookup(ep->info->fabric_attr->prov_name);
+	ep->caps = sel.caps;
+	if (relaxed)
+		psc_log(PSC_LOG_INFO, cfg->rank, "provider %s offers no "
+			"send-after-send ordering; asked again without it",
+			ep->info->fabric_attr->prov_name);
+	rc = psc_preflight_check(ep->info, &ep->caps, sel.nic_distance,
+				 cfg->rank, err, len);
+	if (rc) {
+		fi_freeinfo(ep->info);
+		ep->info = NULL;
+		return rc;
+	}
+	return 0;
+}
+
+/* Open the CQ with the best wait object that works for this provider. */
+static int open_cq(struct psc_fab *ep)
+{
+	struct fi_cq_attr attr = {0};
+	int rc;
+
+	attr.format = FI_CQ_FORMAT_TAGGED;
+	/* At least tx + rx depth, so the CQ can never overrun. */
+	attr.size = ep->caps.tx_size + ep->caps.rx_size;
+	attr.wait_obj = ep->caps.wait_fd      ? FI_WAIT_FD
+			: ep->caps.wait_sread ? FI_WAIT_UNSPEC
+					      : FI_WAIT_NONE;
+	rc = fi_cq_open(ep->domain, &attr, &ep->cq, NULL);
+	if (rc && attr.wait_obj != FI_WAIT_NONE) {
+		attr.wait_obj = FI_WAIT_NONE;
+		rc = fi_cq_open(ep->domain, &attr, &ep->cq, NULL);
+	}
+	if (rc)
+		return rc;
+	ep->wait_mode = PSC_WAIT_POLL;
+	if (attr.wait_obj == FI_WAIT_FD &&
+	    fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd) == 0)
+		ep->wait_mode = PSC_WAIT_FD;
+	else if (attr.wait_obj == FI_WAIT_UNSPEC)
+		ep->wait_mode = PSC_WAIT_SREAD;
+	return 0;
+}
+
+static const char *wait_mode_name(enum psc_wait_mode m)
+{
+	return m == PSC_WAIT_FD ? "wait fd" : m == PSC_WAIT_SREAD
+						      ? "cq_sread"
+						      : "poll+backoff";
+}
+
+int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
+		 char *err, size_t len)
+{
+	struct fi_av_attr av_attr = {0};
+	const char *step;
+	int rc;
+
+	ep->wait_fd = -1;
+	ep->rank = cfg->rank;
+	if (cfg->iface)
+		snprintf(ep->iface, sizeof(ep->iface), "%s", cfg->iface->name);
+	rc = fab_choose(ep, cfg, err, len);
+	if (rc)
+		return rc;
+	step = "fi_fabric";
+	rc = fi_fabric(ep->info->fabric_attr, &ep->fabric, NULL);
+	if (rc)
+		goto err_step;
+	step = "fi_domain";
+	rc = fi_domain(ep->fabric, ep->info, &ep->domain, NULL);
+	if (rc)
+		goto err_close_fabric;
+	step = "fi_cq_open";
+	rc = open_cq(ep);
+	if (rc)
+		goto err_close_domain;
+	step = "fi_av_open";
+	av_attr.type = FI_AV_TABLE;
+	rc = fi_av_open(ep->domain, &av_attr, &ep->av, NULL);
+	if (rc)
+		goto err_close_cq;
+	step = "fi_endpoint";
+	rc = fi_endpoint(ep->domain, ep->info, &ep->ep, NULL);
+	if (rc)
+		goto err_close_av;
+	step = "fi_ep_bind/fi_enable";
+	rc = fi_ep_bind(ep->ep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
+	if (!rc)
+		rc = fi_ep_bind(ep->ep, &ep->av->fid, 0);
+	if (!rc)
+		rc = fi_enable(ep->ep);
+	if (rc)
+		goto err_close_ep;
+	step = "fi_getname";
+	ep->namelen = sizeof(ep->name);
+	rc = fi_getname(&ep->ep->fid, ep->name, &ep->namelen);
+	if (rc)
+		goto err_close_ep;
+	step = NULL; /* psc_mr_fab_open explains its own failure */
+	rc = psc_mr_fab_open(ep, cfg->params, err, len);
+	if (rc)
+		goto err_close_ep;
+	if (psc_log_enabled(PSC_LOG_DEBUG)) {
+		char txt[128];
+		size_t tl = sizeof(txt);
+
+		if (!fi_av_straddr(ep->av, ep->name, txt, &tl))
+			snprintf(txt, sizeof(txt), "(unprintable)");
+		psc_log(PSC_LOG_DEBUG, ep->rank, "endpoint name %s (%zu bytes)",
+			txt, ep->namelen);
+	}
+	psc_log(PSC_LOG_INFO, ep->rank, "provider %s, fabric %s, domain %s, "
+		"tag bits %u, max_msg_size %zu, inject %zu, %s progress, "
+		"waits by %s", ep->info->fabric_attr->prov_name,
+		ep->info->fabric_attr->name, ep->info->domain_attr->name,
+		ep->caps.tag_bits, ep->caps.max_msg_size,
+		ep->caps.inject_size,
+		ep->caps.manual_progress ? "manual" : "auto",
+		wait_mode_name(ep->wait_mode));
+	return 0;
+
+err_close_ep:
+	fi_close(&ep->ep->fid);
+err_close_av:
+	fi_close(&ep->av->fid);
+err_close_cq:
+	fi_close(&ep->cq->fid);
+err_close_domain:
+	fi_close(&ep->domain->fid);
+err_close_fabric:
+	fi_close(&ep->fabric->fid);
+err_step:
+	if (step)
+		snprintf(err, len, "%s on provider %s failed: %s", step,
+			 ep->info->fabric_attr->prov_name, fi_strerror(-rc));
+	fi_freeinfo(ep->info);
+	ep->info = NULL;
+	return rc;
+}
+
+void psc_fab_close_ep(struct psc_fab *f)
+{
+	fi_close(&f->ep->fid);
+}
+
+void psc_fab_close(struct psc_fab *f)
+{
+	psc_mr_fab_close(f);
+	fi_close(&f->av->fid);
+	fi_close(&f->cq->fid);
+	fi_close(&f->domain->fid);
+	fi_close(&f->fabric->fid);
+	fi_freeinfo(f->info);
+	f->info = NULL;
+}
+
+int psc_fab_av_insert(struct psc_fab *f, const void *addr,
+		      fi_addr_t *fi_addr)
+{
+	/* One at a time: string-format names (shm) vary in length. */
+	int rc = fi_av_insert(f->av, addr, 1, fi_addr, 0, NULL);
+
+	if (rc < 0)
+		return rc;
+	return rc == 1 ? 0 : -EADDRNOTAVAIL;
+}
+
+const char *psc_fab_provider(const struct psc_fab *f)
+{
+	return f->info->fabric_attr->prov_name;
+}
+
+uint32_t psc_fab_addr_format(const struct psc_fab *f)
+{
+	return f->info->addr_format;
+}
+
+int psc_fab_check_version(char *err, size_t len)
+{
+	uint32_t run = fi_version();
+	uint32_t built = FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION);
+
+	if (run >= built)
+		return 0;
+	snprintf(err, len, "libfabric %u.%u found at run time, but pscomm was "
+		 "built against %u.%u: install a newer libfabric or fix "
+		 "LD_LIBRARY_PATH", FI_MAJOR(run), FI_MINOR(run),
+		 FI_MAJOR(built), FI_MINOR(built));
+	return -ENOSYS;
+}
+
+void psc_fab_version(char *buf, size_t len)
+{
+	snprintf(buf, len, "libfabric %u.%u", FI_MAJOR(fi_version()),
+		 FI_MINOR(fi_version()));
+}
+
+const char *psc_fab_strerror(int err)
+{
+	return fi_strerror(err);
+}

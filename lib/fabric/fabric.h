@@ -1,0 +1,102 @@
+/*
+ * The fabric layer's endpoint: the libfabric objects of one endpoint
+ * (fabric, domain, endpoint, CQ, AV) chosen from fi_getinfo by provider
+ * profile, opened as a staged sequence that unwinds on error, and closed
+ * in libfabric's order. The core layer embeds a struct psc_fab in its
+ * endpoint and serialises every call on it with that endpoint's lock;
+ * nothing above the core sees these objects.
+ */
+#ifndef PSC_FABRIC_H
+#define PSC_FABRIC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_tagged.h>
+
+#include "net/net.h"
+#include "provider.h"
+#include "util/param.h"
+
+/* The libfabric API version pscomm asks for. */
+#define PSC_FI_VERSION FI_VERSION(1, 9)
+
+enum psc_wait_mode { PSC_WAIT_POLL, PSC_WAIT_FD, PSC_WAIT_SREAD };
+
+struct psc_mr_cache;
+
+/* One endpoint's libfabric objects and what its provider can do. */
+struct psc_fab {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_ep *ep;
+	struct fid_cq *cq;
+	struct fid_av *av;
+	const struct psc_provider_ops *prov;
+	struct psc_caps caps;
+	enum psc_wait_mode wait_mode;
+	int wait_fd;
+	uint8_t name[256];	   /* fi_getname */
+	size_t namelen;
+	int rank;		   /* for log lines */
+	char iface[64];		   /* interface used, or "" */
+	struct psc_mr_cache *mr;   /* registrations of this domain */
+	bool mr_local;		   /* a descriptor with every buffer */
+};
+
+/* How an endpoint is chosen and opened. */
+struct psc_ep_config {
+	const struct psc_params *params;
+	const struct psc_iface *iface; /* NULL: no IP preference */
+	int rank;
+};
+
+/*
+ * Choose a provider entry (honouring FI_PROVIDER, preflight first) and
+ * open fabric, domain, CQ, AV, endpoint and the MR cache into f, which
+ * the caller zeroed. Returns 0, or a negative errno with a message in
+ * err; -ENODATA ("nothing usable") lists the providers installed. On
+ * failure nothing is left open.
+ */
+int psc_fab_open(struct psc_fab *f, const struct psc_ep_config *cfg,
+		 char *err, size_t len);
+
+/*
+ * Close the endpoint only: no completion arrives after it, so the caller
+ * may free the requests libfabric held. Then psc_fab_close closes the
+ * MR cache, AV, CQ, domain and fabric, in that order.
+ */
+void psc_fab_close_ep(struct psc_fab *f);
+void psc_fab_close(struct psc_fab *f);
+
+/*
+ * Insert one peer address (as fi_getname returned it) into the AV; in
+ * rank order, FI_AV_TABLE indices equal ranks. Returns 0 or a negative
+ * errno. The caller holds the endpoint's lock or has it alone.
+ */
+int psc_fab_av_insert(struct psc_fab *f, const void *addr,
+		      fi_addr_t *fi_addr);
+
+/* The provider's name ("tcp;ofi_rxm") and address format. */
+const char *psc_fab_provider(const struct psc_fab *f);
+uint32_t psc_fab_addr_format(const struct psc_fab *f);
+
+/*
+ * Check that the libfabric found at run time is not older than the one
+ * pscomm was built against. Returns 0, or -ENOSYS with the fix in err.
+ */
+int psc_fab_check_version(char *err, size_t len);
+
+/* "libfabric 1.17" for log lines. */
+void psc_fab_version(char *buf, size_t len);
+
+/* fi_strerror, for callers that must not call libfabric themselves. */
+const char *psc_fab_strerror(int err);
+
+#endif /* PSC_FABRIC_H */

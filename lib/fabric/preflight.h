@@ -1,0 +1,54 @@
+/*
+ * Checks and environment set-up around provider selection: variables
+ * that must be set before the first fi_getinfo, and warnings with their
+ * fix once an entry is chosen.
+ */
+#ifndef PSC_PREFLIGHT_H
+#define PSC_PREFLIGHT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "provider.h"
+#include "util/param.h"
+
+struct fi_info;
+
+/*
+ * Before the first fi_getinfo (lib/preflight.c): set every family's
+ * fork-safety variable (RDMAV_FORK_SAFE, FI_EFA_FORK_SAFE) and job UUID
+ * (FI_PSM2_UUID ..., derived from the job's identity) unless the user set
+ * them; set FI_SHM_DISABLE_CMA=1 when cross-memory attach is blocked;
+ * install a pthread_atfork warning. Once per process, thread-safe; p may
+ * be NULL. Never fails: problems are logged with their fix.
+ */
+void psc_preflight_env(const struct psc_params *p, int rank);
+
+/*
+ * After an entry is chosen: warn with the fix when RLIMIT_MEMLOCK is too
+ * low for a provider that pins memory, when /dev/shm is small for shm,
+ * log the RoCE GID in use and the NIC's locality (nic_distance from
+ * psc_ep_select). Returns 0; a negative errno with err set is reserved
+ * for conditions that make the provider unusable.
+ */
+int psc_preflight_check(const struct fi_info *info,
+			const struct psc_caps *caps, int nic_distance,
+			int rank, char *err, size_t len);
+
+/*
+ * The job UUID that ranks of one job derive alike: a hash of
+ * PS_COMM_JOB_KEY, the rendezvous address and the launcher's job id
+ * (SLURM_JOB_ID, PMIX_NAMESPACE ...), as "xxxxxxxx-xxxx-xxxx-xxxx-
+ * xxxxxxxxxxxx" into buf (at least 37 bytes).
+ */
+void psc_preflight_job_uuid(const struct psc_params *p, char *buf,
+			    size_t len);
+
+/*
+ * Whether process_vm_readv works between processes of this user here,
+ * tested on this process itself; false in containers without
+ * CAP_SYS_PTRACE or under a strict Yama ptrace_scope.
+ */
+bool psc_preflight_cma_works(void);
+
+#endif /* PSC_PREFLIGHT_H */

@@ -1,0 +1,52 @@
+/*
+ * The wire header of pscomm's TCP exchanges (the rendezvous store and
+ * the van's address service). Decoding validates everything a stranger
+ * can send: magic, version, type and length.
+ */
+#ifndef PSC_WIRE_H
+#define PSC_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/*
+ * The tcp store's wire format. Every message starts with this header,
+ * big-endian on the wire. len counts the payload that follows.
+ */
+#define PSC_WIRE_MAGIC 0x50534353u /* "PSCS" */
+#define PSC_WIRE_VERSION 1
+#define PSC_WIRE_HDR_LEN 28
+#define PSC_WIRE_MAX_PAYLOAD (1u << 20)
+
+enum psc_wire_type {
+	PSC_WIRE_HELLO = 1, /* payload: hostname */
+	PSC_WIRE_SET,	    /* payload: key '\0' value */
+	PSC_WIRE_GET,	    /* payload: key; reply VALUE when set */
+	PSC_WIRE_VALUE,	    /* payload: value */
+	PSC_WIRE_OK,	    /* empty */
+	PSC_WIRE_ERROR,	    /* payload: message text */
+	PSC_WIRE_BYE,	    /* empty: this rank is done */
+	PSC_WIRE_TYPE_MAX,
+};
+
+struct psc_wire_hdr {
+	uint32_t magic;
+	uint16_t version;
+	uint16_t type;
+	uint64_t job;
+	int32_t rank;
+	int32_t size;
+	uint32_t len;
+};
+
+/* Encode h into PSC_WIRE_HDR_LEN bytes at buf. */
+void psc_wire_encode(const struct psc_wire_hdr *h, uint8_t *buf);
+
+/*
+ * Decode and validate PSC_WIRE_HDR_LEN bytes. Returns 0, or -EPROTO with a
+ * reason in err (bad magic, version, type or oversized length).
+ */
+int psc_wire_decode(const uint8_t *buf, struct psc_wire_hdr *h, char *err,
+		    size_t len);
+
+#endif /* PSC_WIRE_H */

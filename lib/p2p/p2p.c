@@ -1,0 +1,329 @@
+/*
+ * Point-to-point: tagged send and receive on a channel, including
+ * messages larger than the provider's max_msg_size.
+ *
+ * A large message is a 24-byte header (magic, total length, stream id)
+ * sent with the user's tag and the "large" bit, followed by chunks of at
+ * most max_msg_size sent on the continuation protocol with a tag made of
+ * the sender's rank and the stream id. The receiver's first receive
+ * matches header or small message alike; on a header it posts one receive
+ * per chunk with the exact continuation tag, so chunks of different
+ * messages can never mix, and the send order of first pieces keeps MPI's
+ * non-overtaking rule.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rdma/fi_errno.h>
+
+#include "p2p/p2p.h"
+#include "util/util.h"
+
+#define LARGE_MAGIC 0x5053434cu /* "PSCL" */
+#define LARGE_HDR_LEN 24
+
+static const struct psc_req_ops first_recv_ops;
+
+/* Create and post one child operation of parent. Lock held. */
+static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
+		      void *buf, size_t len, uint64_t tag, uint64_t ignore,
+		      bool first)
+{
+	struct psc_ep *ep = parent->ep;
+	struct ps_comm_request *k = psc_req_alloc(ep, parent->owner, kind);
+	int rc;
+
+	if (!k)
+		return -ENOMEM;
+	k->buf = buf;
+	k->len = len;
+	k->tag = tag;
+	k->ignore = ignore;
+	k->addr = parent->addr;
+	k->data = len;
+	psc_req_adopt(parent, k);
+	rc = first ? psc_ep_post_first(ep, k) : psc_ep_post(ep, k);
+	if (rc)
+		psc_req_complete(k, rc);
+	return rc;
+}
+
+/* Post a large send as a header plus chunks. Lock held. */
+static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
+		       unsigned proto, const void *buf, size_t len,
+		       uint32_t src, uint32_t tag)
+{
+	const struct psc_tag_layout *tl = psc_ep_tags(ch->ep);
+	size_t max = psc_ep_caps(ch->ep)->max_msg_size;
+	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
+	uint64_t ctag = psc_tag_make(tl, PSC_PROTO_CONT, false, ch->ctx,
+				     src, seq);
+	int rc;
+
+	psc_be_put(p->scratch, LARGE_MAGIC, 4);
+	psc_be_put(p->scratch + 4, 0, 4);
+	psc_be_put(p->scratch + 8, len, 8);
+	psc_be_put(p->scratch + 16, seq, 4);
+	psc_be_put(p->scratch + 20, 0, 4);
+	/* One registration for all chunks; without it each finds its own. */
+	psc_ep_hold_range(ch->ep, p, buf, len);
+	/* Hold a reference so the parent cannot complete while posting. */
+	p->children_left++;
+	rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
+			psc_tag_make(tl, proto, true, ch->ctx, src, tag), 0,
+			true);
+	for (size_t off = 0; rc == 0 && off < len; off += max)
+		rc = post_child(p, PSC_REQ_SEND, (char *)buf + off,
+				PSC_MIN(max, len - off), ctag, 0, false);
+	p->children_left--;
+	if (p->children_left == 0)
+		psc_req_complete(p, p->status.error);
+	return 0;
+}
+
+/*
+ * A new request of ch for a send or receive, or an error: -ESHUTDOWN
+ * once the channel is aborted, -ENOMEM. Lock held.
+ */
+static int chan_req(struct psc_chan *ch, enum psc_req_kind kind,
+		    struct ps_comm_request **out)
+{
+	if (ch->aborted)
+		return -ESHUTDOWN;
+	*out = psc_req_alloc(ch->ep, ch, kind);
+	return *out ? 0 : -ENOMEM;
+}
+
+/*
+ * End a post: hand r to the caller, or on failure say what failed (a
+ * send names its address), free r and return the code. Releases the lock.
+ */
+static int post_end(struct psc_chan *ch, struct ps_comm_request *r, int rc,
+		    ps_comm_request_t *req, char *err, size_t elen)
+{
+	if (rc && r->kind == PSC_REQ_RECV) {
+		snprintf(err, elen, "posting a receive failed: %s",
+			 psc_fab_strerror(-rc));
+	} else if (rc) {
+		snprintf(err, elen, "posting a send to fi_addr %llu failed: "
+			 "%s", (unsigned long long)r->addr,
+			 psc_fab_strerror(-rc));
+	}
+	if (rc) {
+		psc_req_free(r);
+	} else {
+		*req = r;
+	}
+	psc_ep_unlock(ch->ep);
+	return rc;
+}
+
+int psc_isend(struct psc_chan *ch, unsigned proto, const void *buf,
+	      size_t len, int peer, uint32_t tag, ps_comm_request_t *req,
+	      char *err, size_t elen)
+{
+	return psc_isend_to(ch, proto, buf, len, ch->peers[peer],
+			    (uint32_t)ch->rank, tag, req, err, elen);
+}
+
+int psc_isend_to(struct psc_chan *ch, unsigned proto, const void *buf,
+		 size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
+		 ps_comm_request_t *req, char *err, size_t elen)
+{
+	struct psc_ep *ep = ch->ep;
+	struct ps_comm_request *r;
+	int rc;
+
+	psc_ep_lock(ep);
+	rc = chan_req(ch, len > psc_ep_single_limit(ep) ? PSC_REQ_PARENT
+							: PSC_REQ_SEND, &r);
+	if (rc) {
+		psc_ep_unlock(ep);
+		return rc;
+	}
+	r->addr = addr;
+	r->status.source = (int)src;
+	r->status.tag = (int)tag;
+	r->status.len = len;
+	if (r->kind == PSC_REQ_PARENT) {
+		rc = isend_large(ch, r, proto, buf, len, src, tag);
+	} else {
+		r->buf = (void *)buf;
+		r->len = len;
+		r->data = len;
+		/* Finalize must know its messages left before it closes. */
+		r->no_inject = proto == PSC_PROTO_CTRL;
+		r->tag = psc_tag_make(psc_ep_tags(ep), proto, false, ch->ctx,
+				      src, tag);
+		rc = psc_ep_post_first(ep, r);
+	}
+	return post_end(ch, r, rc, req, err, elen);
+}
+
+int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
+	      int peer, int64_t tag, ps_comm_request_t *req, char *err,
+	      size_t elen)
+{
+	struct psc_ep *ep = ch->ep;
+	struct ps_comm_request *r;
+	int rc;
+
+	psc_ep_lock(ep);
+	rc = chan_req(ch, PSC_REQ_RECV, &r);
+	if (rc) {
+		psc_ep_unlock(ep);
+		return rc;
+	}
+	r->ops = &first_recv_ops;
+	r->first = true;
+	r->user_buf = buf;
+	r->user_len = len;
+	/* Short buffers receive into scratch so a large header always fits. */
+	if (len < LARGE_HDR_LEN) {
+		r->buf = r->scratch;
+		r->len = sizeof(r->scratch);
+	} else {
+		r->buf = buf;
+		r->len = PSC_MIN(len, psc_ep_caps(ep)->max_msg_size);
+	}
+	r->addr = FI_ADDR_UNSPEC;
+	psc_tag_match(psc_ep_tags(ep), proto, ch->ctx, peer, tag, &r->tag,
+		      &r->ignore);
+	rc = psc_ep_post_first(ep, r);
+	return post_end(ch, r, rc, req, err, elen);
+}
+
+void psc_chan_abort(struct psc_chan *ch)
+{
+	psc_ep_lock(ch->ep);
+	ch->aborted = true;
+	psc_ep_unlock(ch->ep);
+}
+
+/*
+ * Receive a chunk that does not fit: into a buffer of its full size, so
+ * the provider never truncates (rxm drops the connection when it does);
+ * the part that fits is copied out on completion.
+ */
+static int post_discard(struct ps_comm_request *r, void *dst, size_t take,
+			size_t n, uint64_t tag, uint64_t ignore)
+{
+	void *tmp = malloc(n ? n : 1);
+	int rc;
+
+	if (!tmp)
+		return -ENOMEM;
+	rc = post_child(r, PSC_REQ_RECV, tmp, n, tag, ignore, false);
+	r->kids->owns_buf = true;
+	r->kids->user_buf = dst;
+	r->kids->user_len = take;
+	return rc;
+}
+
+/* Turn r into the parent of one receive per chunk of a large message. */
+static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
+{
+	struct psc_chan *ch = r->owner;
+	const struct psc_tag_layout *tl = psc_ep_tags(r->ep);
+	const struct psc_caps *caps = psc_ep_caps(r->ep);
+	size_t max = caps->max_msg_size;
+	uint64_t total, ctag, ignore;
+	uint32_t seq;
+	int rc = 0;
+
+	if (psc_be_get(hdr, 4) != LARGE_MAGIC)
+		return -EPROTO;
+	total = psc_be_get(hdr + 8, 8);
+	seq = (uint32_t)psc_be_get(hdr + 16, 4);
+	psc_tag_match(tl, PSC_PROTO_CONT, ch->ctx, r->status.source, seq,
+		      &ctag, &ignore);
+	r->kind = PSC_REQ_PARENT;
+	r->status.len = PSC_MIN(total, r->user_len);
+	psc_ep_hold_range(r->ep, r, r->user_buf, r->status.len);
+	if (total > r->user_len)
+		r->status.error = -FI_ETRUNC;
+	r->children_left++;
+	for (uint64_t off = 0; rc == 0 && off < total; off += max) {
+		size_t n = PSC_MIN(max, total - off);
+		size_t room = off >= r->user_len ? 0 : r->user_len - off;
+		size_t take = PSC_MIN(n, room);
+		char *dst = (char *)r->user_buf + (off < r->user_len ? off
+						     : r->user_len);
+
+		if (take < n && caps->sw_match)
+			rc = post_discard(r, dst, take, n, ctag, ignore);
+		else
+			rc = post_child(r, PSC_REQ_RECV, dst, take, ctag,
+					ignore, false);
+		if (take < n)
+			r->kids->expect_trunc = true;
+	}
+	r->children_left--;
+	if (r->children_left == 0) {
+		psc_req_complete(r, r->status.error);
+		return 1;
+	}
+	return rc ? rc : 1;
+}
+
+/*
+ * The first receive of a message completed: a small message (copied out
+ * of scratch when short) or a large message's header.
+ */
+static int first_recv_complete(struct ps_comm_request *r,
+			       const struct fi_cq_tagged_entry *ev)
+{
+	const struct psc_tag_layout *tl = psc_ep_tags(r->ep);
+	size_t got = ev->len;
+
+	r->first = false;
+	r->status.source = (int)psc_tag_rank(tl, ev->tag);
+	r->status.tag = (int)psc_tag_user(tl, ev->tag);
+	/* A provider that truncates silently: the sender's length says so. */
+	if (psc_ep_caps(r->ep)->len_in_cq_data &&
+	    (ev->flags & FI_REMOTE_CQ_DATA) &&
+	    (uint32_t)ev->data != (uint32_t)got) {
+		r->status.error = -FI_ETRUNC;
+		got = PSC_MIN((size_t)(uint32_t)ev->data, r->len);
+		if ((uint32_t)ev->data > r->len)
+			got = r->len + 1; /* more than fitted */
+	}
+	if (psc_tag_is_large(tl, ev->tag) && got == LARGE_HDR_LEN)
+		return recv_large(r, r->buf);
+	/* A zero-length receive may have a NULL buffer: copy nothing. */
+	if (r->buf == r->scratch && PSC_MIN(got, r->user_len))
+		memcpy(r->user_buf, r->scratch, PSC_MIN(got, r->user_len));
+	if (got > r->user_len)
+		r->status.error = -FI_ETRUNC;
+	r->status.len = PSC_MIN(got, r->user_len);
+	return r->status.error;
+}
+
+/* The provider truncated the first receive: it filled the buffer. */
+static int first_recv_truncated(struct ps_comm_request *r, uint64_t tag)
+{
+	const struct psc_tag_layout *tl = psc_ep_tags(r->ep);
+
+	if (!r->first) {
+		r->status.len = r->len;
+		return -FI_ETRUNC;
+	}
+	r->first = false;
+	if (tag) {
+		r->status.source = (int)psc_tag_rank(tl, tag);
+		r->status.tag = (int)psc_tag_user(tl, tag);
+	}
+	if (r->buf == r->scratch && r->user_len)
+		memcpy(r->user_buf, r->scratch, r->user_len);
+	r->status.len = r->user_len;
+	return -FI_ETRUNC;
+}
+
+static const struct psc_req_ops first_recv_ops = {
+	.size = sizeof(struct psc_req_ops),
+	.complete = first_recv_complete,
+	.truncated = first_recv_truncated,
+};

@@ -1,0 +1,36 @@
+/*
+ * Time: the monotonic clock and backoff sleeps.
+ */
+#include <stdlib.h>
+#include <time.h>
+
+#include "util/util.h"
+
+double psc_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void psc_backoff_sleep(double first, double cap, unsigned step, bool jitter,
+		       double deadline)
+{
+	double t = first * (double)(1u << PSC_MIN(step, 20u));
+	struct timespec ts;
+
+	if (t > cap)
+		t = cap;
+	if (jitter)
+		t *= 0.5 + (double)(rand() % 1000) / 1000.0;
+	if (deadline > 0) {
+		double left = deadline - psc_now();
+
+		if (left < t)
+			t = left > 0 ? left : 0;
+	}
+	ts.tv_sec = (time_t)t;
+	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	nanosleep(&ts, NULL);
+}

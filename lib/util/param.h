@@ -1,0 +1,64 @@
+/*
+ * The parameter table (params.def): every PS_COMM_* setting with its
+ * type, default and help, loaded once per communicator from the
+ * environment.
+ */
+#ifndef PSC_PARAM_H
+#define PSC_PARAM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum psc_param_type { PSC_PARAM_INT, PSC_PARAM_SIZE, PSC_PARAM_DOUBLE,
+		      PSC_PARAM_STR };
+
+/* Every parameter, from params.def, as a member of struct psc_params. */
+struct psc_params {
+#define PSC_PARAM(name, field, type, ctype, def, agree, help) ctype field;
+#include "util/params.def"
+#undef PSC_PARAM
+};
+
+/* Metadata of one parameter, for ps_comm_info -p and the settings hash. */
+struct psc_param_desc {
+	const char *name;    /* environment variable */
+	enum psc_param_type type;
+	const char *def;     /* default, as text */
+	bool agree;	     /* must be identical on every rank */
+	const char *help;
+	size_t offset;	     /* into struct psc_params */
+};
+
+/* The table, in params.def order, and its length. */
+extern const struct psc_param_desc psc_param_table[];
+extern const size_t psc_param_count;
+
+/*
+ * Fill p with defaults, then values from the environment. Returns 0, or
+ * -EINVAL with a message naming the variable in err (len bytes). String
+ * fields point into the environment or into static defaults.
+ */
+int psc_params_load(struct psc_params *p, char *err, size_t len);
+
+/*
+ * Parse one value. Sizes accept K/M/G suffixes (binary); doubles accept
+ * a non-negative number, or -1 for "automatic". Returns 0 or -EINVAL.
+ */
+int psc_param_parse_int(const char *s, int *out);
+int psc_param_parse_size(const char *s, size_t *out);
+int psc_param_parse_double(const char *s, double *out);
+
+/* Print the current value of parameter d in p into buf. */
+void psc_param_format(const struct psc_params *p,
+		      const struct psc_param_desc *d, char *buf, size_t len);
+
+/*
+ * Write "NAME=value;..." for every parameter that must agree across ranks,
+ * plus the libfabric variables that must agree (rxm eager limits), into
+ * buf. Returns the FNV-1a hash of that text.
+ */
+uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
+			       size_t len);
+
+#endif /* PSC_PARAM_H */

@@ -1,0 +1,51 @@
+/*
+ * Small helpers every layer may use: array and arithmetic macros, the
+ * monotonic clock, big-endian byte order for wire formats, and FNV-1a.
+ * Nothing here allocates, blocks or fails.
+ */
+#ifndef PSC_UTIL_H
+#define PSC_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define PSC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define PSC_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define PSC_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define psc_container_of(ptr, type, member)                                    \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+
+/* Monotonic time in seconds. */
+double psc_now(void);
+
+/*
+ * Sleep for backoff step `step`: first * 2^step seconds, at most cap,
+ * scaled by a random factor in [0.5, 1.5) when jitter is set (so peers
+ * retrying together spread out), and never past deadline (psc_now()
+ * seconds; 0 = none).
+ */
+void psc_backoff_sleep(double first, double cap, unsigned step, bool jitter,
+		       double deadline);
+
+/* FNV-1a over bytes, continuing from h (start with PSC_FNV_INIT). */
+#define PSC_FNV_INIT 0xcbf29ce484222325ULL
+uint64_t psc_fnv1a(uint64_t h, const void *data, size_t len);
+
+/* Big-endian encoding of the low `bytes` bytes of v, for wire formats. */
+static inline void psc_be_put(uint8_t *p, uint64_t v, int bytes)
+{
+	for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static inline uint64_t psc_be_get(const uint8_t *p, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < bytes; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+#endif /* PSC_UTIL_H */
