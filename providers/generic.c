@@ -150,6 +150,13 @@ void psc_generic_describe_cq_error(int err, int prov_errno,
 		 prov_str ? prov_str : "");
 }
 
+const char *const psc_rxm_agree_env[] = {
+	"FI_OFI_RXM_BUFFER_SIZE",
+	"FI_OFI_RXM_EAGER_LIMIT",
+	"FI_OFI_RXM_SAR_LIMIT",
+	NULL,
+};
+
 const struct psc_provider_ops psc_generic_ops = {
 	.size = sizeof(struct psc_provider_ops),
 	.name = "generic",

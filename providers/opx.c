@@ -39,5 +39,7 @@ const struct psc_provider_ops psc_opx_ops = {
 	.derive_caps = opx_derive_caps,
 	.tunables = opx_tunables,
 	.uuid_env = "FI_OPX_UUID",
+	/* opx advertises no FI_ORDER_SAS. */
+	.order_optional = true,
 	.missing_hint = "no Omni-Path HFI (hfi1 driver)",
 };

@@ -64,7 +64,7 @@ struct psc_caps {
 	bool sw_match;		/* match first messages in software */
 	bool sw_tag_in_data;	/* untagged CQ data arrives intact */
 	size_t tx_size, rx_size;
-	/* ---- provider profiles (issue 4, part A): appended fields ---- */
+	/* ---- appended fields ---- */
 	enum psc_link link;	/* fabric family, for logs and preflight */
 	bool mr_scalable;	/* legacy FI_MR_SCALABLE: nothing to register */
 	bool needs_memlock;	/* pins pages: RLIMIT_MEMLOCK must be high */
@@ -95,7 +95,7 @@ struct psc_provider_ops {
 	 */
 	void (*describe_cq_error)(int err, int prov_errno, const char *prov_str,
 				  char *buf, size_t len);
-	/* ---- data members (issue 4, part A); NULL when not applicable ---- */
+	/* ---- data members; NULL when not applicable ---- */
 	/* Tunables and pitfalls, ended by an entry with what == NULL. */
 	const struct psc_tunable *tunables;
 	/*
@@ -111,6 +111,25 @@ struct psc_provider_ops {
 	const char *fork_env;
 	/* Why fi_getinfo finds no entry of this family, with the fix. */
 	const char *missing_hint;
+	/*
+	 * Variables that must be identical on every rank (rxm's eager and
+	 * rendezvous limits), ended by NULL; they join the settings ranks
+	 * compare at bootstrap.
+	 */
+	const char *const *agree_env;
+	/*
+	 * The family may offer no send-after-send ordering (opx): when
+	 * fi_getinfo finds nothing, ask again without FI_ORDER_SAS.
+	 */
+	bool order_optional;
+	/*
+	 * The variable that makes the family copy through its own buffers
+	 * when cross-memory attach (process_vm_readv) is blocked, set to 1
+	 * before fi_getinfo in that case (shm).
+	 */
+	const char *no_cma_env;
+	/* The variable that selects a RoCE port's GID index (verbs). */
+	const char *gid_env;
 };
 
 /*
@@ -130,8 +149,39 @@ void psc_generic_describe_cq_error(int err, int prov_errno,
 /* True if prov_name starts with the family prefix (before any ';'). */
 bool psc_provider_is(const char *prov_name, const char *family);
 
+/*
+ * True for utility and hook providers (ofi_rxm, ofi_rxd, ofi_mrail ...),
+ * which are layered over a core provider and never chosen alone.
+ */
+bool psc_provider_layered(const char *prov_name);
+
+/*
+ * Whether FI_PROVIDER (filter) hides core provider name, by libfabric
+ * 1.17's init filter: "^a,b" hides those named; "a,b" hides all others,
+ * where "a;x" also keeps a. Names compare without case.
+ */
+bool psc_provider_filter_hides(const char *filter, const char *name);
+
+/*
+ * Whether a query for prov_name (NULL: any provider) that found nothing
+ * should be asked again without FI_ORDER_SAS (some family may lack it).
+ */
+bool psc_provider_order_optional(const char *prov_name);
+
+/*
+ * The variables of every family that must agree across ranks, each once,
+ * in registry order; *n receives the count. The array is static.
+ */
+const char *const *psc_provider_agree_env(size_t *n);
+
 /* Usable tag bits for an output mem_tag_format (0 means 64). */
 unsigned psc_tag_bits_from_format(uint64_t fmt);
+
+/*
+ * rxm's limits, which every family layered under ofi_rxm lists in
+ * agree_env: ranks must split messages alike.
+ */
+extern const char *const psc_rxm_agree_env[];
 
 extern const struct psc_provider_ops psc_generic_ops;
 extern const struct psc_provider_ops psc_tcp_ops;

@@ -5,7 +5,9 @@
  * unset.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "provider.h"
 
@@ -66,4 +68,71 @@ const struct psc_provider_ops *psc_provider_all(size_t *n)
 	pthread_once(&fill_once, fill_profiles);
 	*n = sizeof(profiles) / sizeof(profiles[0]);
 	return filled;
+}
+
+bool psc_provider_layered(const char *prov_name)
+{
+	/* libfabric names every utility and hook provider "ofi_...". */
+	return prov_name && strncmp(prov_name, "ofi_", 4) == 0;
+}
+
+bool psc_provider_filter_hides(const char *filter, const char *name)
+{
+	bool negated = filter[0] == '^', found = false;
+	size_t n = strlen(name);
+	char copy[512], *save = NULL;
+
+	snprintf(copy, sizeof(copy), "%s", filter + negated);
+	for (char *t = strtok_r(copy, ",", &save); t;
+	     t = strtok_r(NULL, ",", &save)) {
+		if (strcasecmp(t, name) == 0)
+			found = true;
+		else if (!negated && strncasecmp(t, name, n) == 0 &&
+			 t[n] == ';')
+			found = true;
+	}
+	return negated ? found : !found;
+}
+
+bool psc_provider_order_optional(const char *prov_name)
+{
+	size_t n;
+	const struct psc_provider_ops *all = psc_provider_all(&n);
+
+	if (prov_name)
+		return psc_provider_lookup(prov_name)->order_optional;
+	for (size_t i = 0; i < n; i++)
+		if (all[i].order_optional)
+			return true;
+	return false;
+}
+
+/* Every family's agree_env, each variable once. */
+static const char *agree_vars[32];
+static size_t agree_count;
+static pthread_once_t agree_once = PTHREAD_ONCE_INIT;
+
+static void collect_agree(void)
+{
+	size_t n;
+	const struct psc_provider_ops *all = psc_provider_all(&n);
+
+	for (size_t i = 0; i < n; i++)
+		for (const char *const *v = all[i].agree_env; v && *v; v++) {
+			size_t k = 0;
+
+			while (k < agree_count && strcmp(agree_vars[k], *v))
+				k++;
+			if (k == agree_count &&
+			    agree_count < sizeof(agree_vars) /
+						  sizeof(agree_vars[0]))
+				agree_vars[agree_count++] = *v;
+		}
+}
+
+const char *const *psc_provider_agree_env(size_t *n)
+{
+	pthread_once(&agree_once, collect_agree);
+	*n = agree_count;
+	return agree_vars;
 }

@@ -40,4 +40,5 @@ const struct psc_provider_ops psc_shm_ops = {
 	.name = "shm",
 	.derive_caps = shm_derive_caps,
 	.tunables = shm_tunables,
+	.no_cma_env = "FI_SHM_DISABLE_CMA",
 };

@@ -41,5 +41,6 @@ const struct psc_provider_ops psc_tcp_ops = {
 	.name = "tcp",
 	.derive_caps = tcp_derive_caps,
 	.tunables = tcp_tunables,
+	.agree_env = psc_rxm_agree_env,
 	.iface_env = "FI_TCP_IFACE",
 };

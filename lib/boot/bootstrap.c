@@ -19,7 +19,7 @@
 #include "util/log.h"
 #include "util/util.h"
 
-/* Launcher variables, in the order DESIGN.md gives them. */
+/* Launcher variables, in the order the README documents them. */
 static const struct {
 	const char *rank, *size;
 } launchers[] = {

@@ -83,7 +83,7 @@ static void installed_providers(char *buf, size_t len)
 		const char *n = i->fabric_attr->prov_name;
 
 		/* Utility and hook providers are layered, not chosen. */
-		if (!n || strncmp(n, "ofi_", 4) == 0 || strstr(buf, n))
+		if (!n || psc_provider_layered(n) || strstr(buf, n))
 			continue;
 		used += (size_t)snprintf(buf + PSC_MIN(used, len),
 					 len - PSC_MIN(used, len), "%s%s",
@@ -103,8 +103,8 @@ int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
 	if (!hints)
 		return -ENOMEM;
 	rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
-	if (rc == -FI_ENODATA) {
-		/* opx advertises no FI_ORDER_SAS; ask again without it. */
+	if (rc == -FI_ENODATA && psc_provider_order_optional(prov_name)) {
+		/* A family without FI_ORDER_SAS: ask again without it. */
 		hints->tx_attr->msg_order = 0;
 		hints->rx_attr->msg_order = 0;
 		rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);

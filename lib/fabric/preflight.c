@@ -129,17 +129,22 @@ bool psc_preflight_cma_works(void)
 	return yama_scope() == 0 || has_cap_sys_ptrace();
 }
 
-/* shm copies large messages with CMA; where it is blocked, it must not. */
-static void shm_cma(int rank)
+/*
+ * Families that copy large messages with CMA (shm) must not where it is
+ * blocked: set their no_cma_env.
+ */
+static void no_cma(const struct psc_provider_ops *o, int rank)
 {
-	if (getenv("FI_SHM_DISABLE_CMA") || psc_preflight_cma_works())
+	if (!o->no_cma_env || getenv(o->no_cma_env) ||
+	    psc_preflight_cma_works())
 		return;
-	setenv("FI_SHM_DISABLE_CMA", "1", 0);
+	setenv(o->no_cma_env, "1", 0);
 	psc_log(PSC_LOG_INFO, rank, "cross-memory attach is blocked "
-		"here (container seccomp or Yama ptrace_scope %d), so shm "
-		"copies through its own buffers (FI_SHM_DISABLE_CMA=1); for "
-		"full speed run the container with --cap-add SYS_PTRACE or "
-		"set kernel.yama.ptrace_scope=0", yama_scope());
+		"here (container seccomp or Yama ptrace_scope %d), so %s "
+		"copies through its own buffers (%s=1); for full speed run "
+		"the container with --cap-add SYS_PTRACE or set "
+		"kernel.yama.ptrace_scope=0", yama_scope(), o->name,
+		o->no_cma_env);
 }
 
 /* Set name=value unless the user set it; log what was done. */
@@ -179,8 +184,8 @@ void psc_preflight_env(const struct psc_params *p, int rank)
 			set_default(all[i].uuid_env, uuid, "one UUID per "
 				    "job, derived from the job's identity",
 				    rank);
+		no_cma(&all[i], rank);
 	}
-	shm_cma(rank);
 	pthread_atfork(warn_fork, NULL, NULL);
 	pthread_mutex_unlock(&env_lock);
 }
@@ -259,17 +264,18 @@ static bool read_line(const char *path, char *buf, size_t len)
 }
 
 /*
- * Log the GID a RoCE port uses (FI_VERBS_GID_IDX, default 0), its RoCE
- * version and netdev, and warn when the port has several GIDs but no
- * index was chosen.
+ * Log the GID a RoCE port uses (the profile's gid_env, default 0), its
+ * RoCE version and netdev, and warn when the port has several GIDs but
+ * no index was chosen.
  */
-static void log_roce_gid(const struct fi_info *info, int rank)
+static void log_roce_gid(const struct fi_info *info, const char *var,
+			 int rank)
 {
 	const char *dev = info->nic && info->nic->device_attr &&
 					  info->nic->device_attr->name
 				  ? info->nic->device_attr->name
 				  : info->domain_attr->name;
-	const char *idx_env = getenv("FI_VERBS_GID_IDX");
+	const char *idx_env = getenv(var);
 	int idx = idx_env ? atoi(idx_env) : 0, valid = 0;
 	char path[256], gid[64] = "?", type[32] = "?", ndev[32] = "?";
 
@@ -293,28 +299,31 @@ static void log_roce_gid(const struct fi_info *info, int rank)
 	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/"
 		 "gid_attrs/ndevs/%d", dev, idx);
 	read_line(path, ndev, sizeof(ndev));
-	psc_log(PSC_LOG_INFO, rank, "RoCE device %s port 1 GID index %d%s: "
-		"%s (%s, netdev %s)", dev, idx, idx_env ? " (FI_VERBS_GID_IDX)"
-		: "", gid, type, ndev);
+	psc_log(PSC_LOG_INFO, rank, "RoCE device %s port 1 GID index %d%s%s%s: "
+		"%s (%s, netdev %s)", dev, idx, idx_env ? " (from " : "",
+		idx_env ? var : "", idx_env ? ")" : "", gid, type, ndev);
 	if (!idx_env && valid > 1)
 		psc_log(PSC_LOG_WARN, rank, "RoCE device %s has %d GIDs "
 			"(RoCE v1/v2, IPv4/IPv6); pscomm uses index 0. Set "
-			"FI_VERBS_GID_IDX to the same RoCE v2 index on every "
-			"rank (`show_gids` lists them)", dev, valid);
+			"%s to the same RoCE v2 index on every rank "
+			"(`show_gids` lists them)", dev, valid, var);
 }
 
 int psc_preflight_check(const struct fi_info *info,
 			const struct psc_caps *caps, int nic_distance,
 			int rank, char *err, size_t len)
 {
+	const struct psc_provider_ops *prov =
+		psc_provider_lookup(info->fabric_attr->prov_name);
+
 	(void)err;
 	(void)len;
 	if (caps->needs_memlock || caps->mr_local)
 		check_memlock(info, rank);
 	if (caps->link == PSC_LINK_SHM)
 		check_devshm(rank);
-	if (caps->link == PSC_LINK_ROCE)
-		log_roce_gid(info, rank);
+	if (caps->link == PSC_LINK_ROCE && prov->gid_env)
+		log_roce_gid(info, prov->gid_env, rank);
 	if (caps->fork_unsafe)
 		fork_unsafe_in_use = 1;
 	if (caps->nic_local && psc_log_enabled(PSC_LOG_INFO)) {

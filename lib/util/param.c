@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "provider.h"
 #include "util/param.h"
 #include "util/util.h"
 
@@ -20,13 +21,6 @@ const struct psc_param_desc psc_param_table[] = {
 #undef PSC_PARAM
 };
 const size_t psc_param_count = PSC_ARRAY_SIZE(psc_param_table);
-
-/* libfabric variables that must be identical on every rank. */
-static const char *const fi_agree_vars[] = {
-	"FI_OFI_RXM_BUFFER_SIZE",
-	"FI_OFI_RXM_EAGER_LIMIT",
-	"FI_OFI_RXM_SAR_LIMIT",
-};
 
 uint64_t psc_fnv1a(uint64_t h, const void *data, size_t len)
 {
@@ -168,7 +162,8 @@ void psc_param_format(const struct psc_params *p,
 uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
 			       size_t len)
 {
-	size_t used = 0;
+	const char *const *agree_env;
+	size_t used = 0, n;
 	char val[256];
 
 	buf[0] = '\0';
@@ -188,12 +183,13 @@ uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
 					 len - PSC_MIN(used, len), "%s=%s;",
 					 d->name, val);
 	}
-	for (size_t i = 0; i < PSC_ARRAY_SIZE(fi_agree_vars); i++) {
-		const char *v = getenv(fi_agree_vars[i]);
+	agree_env = psc_provider_agree_env(&n);
+	for (size_t i = 0; i < n; i++) {
+		const char *v = getenv(agree_env[i]);
 
 		used += (size_t)snprintf(buf + PSC_MIN(used, len),
 					 len - PSC_MIN(used, len), "%s=%s;",
-					 fi_agree_vars[i], v ? v : "");
+					 agree_env[i], v ? v : "");
 	}
 	return psc_fnv1a(PSC_FNV_INIT, buf, strlen(buf));
 }

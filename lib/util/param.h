@@ -55,7 +55,7 @@ void psc_param_format(const struct psc_params *p,
 
 /*
  * Write "NAME=value;..." for every parameter that must agree across ranks,
- * plus the libfabric variables that must agree (rxm eager limits), into
+ * plus every provider family's variables that must agree (agree_env), into
  * buf. Returns the FNV-1a hash of that text.
  */
 uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,

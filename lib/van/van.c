@@ -310,7 +310,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	pthread_mutex_unlock(&v->lock);
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: fi_av_insert for node %d: %s",
-			node_id, fi_strerror(-rc));
+			node_id, psc_fab_strerror(-rc));
 		return PS_COMM_ERR_PROVIDER;
 	}
 	psc_log(PSC_LOG_DEBUG, -1, "van: node %d at %s:%d, slot %u", node_id,
