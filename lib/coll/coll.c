@@ -278,6 +278,14 @@ static int check_root(struct ps_comm *c, int root)
 	return 0;
 }
 
+/* How many elements a buffer holds, in units of the call's count. */
+enum span {
+	SPAN_NONE, /* no buffer */
+	SPAN_ONE,  /* count elements */
+	SPAN_ALL,  /* count elements per rank */
+	SPAN_ROOT, /* count elements at the root, none elsewhere */
+};
+
 /* What one call passes, for the checks every collective shares. */
 struct call {
 	ps_comm_dtype_t dtype;
@@ -287,12 +295,27 @@ struct call {
 	int root;
 	size_t count;	       /* elements */
 	const void *sendbuf;   /* may be PS_COMM_IN_PLACE */
-	size_t send_mult;      /* sendbuf holds count * send_mult elements */
+	enum span send_span;
 	const void *recvbuf;
-	size_t recv_mult;      /* recvbuf holds count * recv_mult elements */
+	enum span recv_span;
 	size_t bytes;	       /* out: count elements, in bytes */
 	bool in_place;	       /* out */
 };
+
+/* The multiple of count that a buffer of span sp holds on c. */
+static size_t span_mult(const struct ps_comm *c, enum span sp, int root)
+{
+	switch (sp) {
+	case SPAN_ONE:
+		return 1;
+	case SPAN_ALL:
+		return (size_t)c->ch.size;
+	case SPAN_ROOT:
+		return c->ch.rank == root;
+	default:
+		return 0;
+	}
+}
 
 /*
  * Check comm, request, element type, operation, root, sizes and buffers;
@@ -324,8 +347,10 @@ static int check_call(struct ps_comm *c, ps_comm_request_t *req,
 	if (k->has_root && (rc = check_root(c, k->root)) != 0)
 		return rc;
 	if (!bytes_of(k->count, a->esize, 1, &k->bytes) ||
-	    !bytes_of(k->count, a->esize, k->send_mult, &slen) ||
-	    !bytes_of(k->count, a->esize, k->recv_mult, &rlen)) {
+	    !bytes_of(k->count, a->esize, span_mult(c, k->send_span, k->root),
+		      &slen) ||
+	    !bytes_of(k->count, a->esize, span_mult(c, k->recv_span, k->root),
+		      &rlen)) {
 		psc_comm_set_error(c, "count too large: the byte size "
 				   "overflows");
 		return PS_COMM_ERR_ARG;
@@ -358,7 +383,7 @@ int ps_comm_ibcast(ps_comm_t c, void *buf, size_t count,
 		   ps_comm_dtype_t dtype, int root, ps_comm_request_t *req)
 {
 	struct call k = {.dtype = dtype, .has_root = true, .root = root,
-			 .count = count, .recvbuf = buf, .recv_mult = 1};
+			 .count = count, .recvbuf = buf, .recv_span = SPAN_ONE};
 	struct psc_coll_args a;
 	int rc = check_call(c, req, &k, &a);
 
@@ -384,13 +409,11 @@ int ps_comm_ireduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 {
 	struct call k = {.dtype = dtype, .op = op, .use_op = true,
 			 .has_root = true, .root = root, .count = count,
-			 .sendbuf = sendbuf, .send_mult = 1, .recvbuf = recvbuf};
+			 .sendbuf = sendbuf, .send_span = SPAN_ONE,
+			 .recvbuf = recvbuf, .recv_span = SPAN_ROOT};
 	struct psc_coll_args a;
-	int rc;
+	int rc = check_call(c, req, &k, &a);
 
-	if (c && root >= 0 && root < c->ch.size)
-		k.recv_mult = c->ch.rank == root;
-	rc = check_call(c, req, &k, &a);
 	if (rc)
 		return rc;
 	if (k.in_place && c->ch.rank != root) {
@@ -408,7 +431,8 @@ int ps_comm_iallreduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 {
 	struct call k = {.dtype = dtype, .op = op, .use_op = true,
 			 .count = count, .sendbuf = sendbuf,
-			 .send_mult = 1, .recvbuf = recvbuf, .recv_mult = 1};
+			 .send_span = SPAN_ONE, .recvbuf = recvbuf,
+			 .recv_span = SPAN_ONE};
 	struct psc_coll_args a;
 	int rc = check_call(c, req, &k, &a);
 
@@ -424,14 +448,11 @@ int ps_comm_iallgather(ps_comm_t c, const void *sendbuf, void *recvbuf,
 		       ps_comm_request_t *req)
 {
 	struct call k = {.dtype = dtype, .count = count,
-			 .sendbuf = sendbuf, .send_mult = 1,
-			 .recvbuf = recvbuf};
+			 .sendbuf = sendbuf, .send_span = SPAN_ONE,
+			 .recvbuf = recvbuf, .recv_span = SPAN_ALL};
 	struct psc_coll_args a;
-	int rc;
+	int rc = check_call(c, req, &k, &a);
 
-	if (c)
-		k.recv_mult = (size_t)c->ch.size;
-	rc = check_call(c, req, &k, &a);
 	if (rc)
 		return rc;
 	if (!k.in_place && k.bytes)
@@ -447,13 +468,11 @@ int ps_comm_ireduce_scatter(ps_comm_t c, const void *sendbuf, void *recvbuf,
 {
 	struct call k = {.dtype = dtype, .op = op, .use_op = true,
 			 .count = recvcount, .sendbuf = sendbuf,
-			 .recvbuf = recvbuf, .recv_mult = 1};
+			 .send_span = SPAN_ALL, .recvbuf = recvbuf,
+			 .recv_span = SPAN_ONE};
 	struct psc_coll_args a;
-	int rc;
+	int rc = check_call(c, req, &k, &a);
 
-	if (c)
-		k.send_mult = (size_t)c->ch.size;
-	rc = check_call(c, req, &k, &a);
 	if (rc)
 		return rc;
 	reduce_bufs(c, &k, &a, k.bytes);
