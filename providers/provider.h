@@ -163,6 +163,20 @@ bool psc_provider_layered(const char *prov_name);
 bool psc_provider_filter_hides(const char *filter, const char *name);
 
 /*
+ * Whether the FI_PROVIDER item of len characters (up to any ';') names
+ * provider name, compared as libfabric does: whole, without case.
+ */
+bool psc_provider_filter_names(const char *item, size_t len,
+			       const char *name);
+
+/*
+ * Why fi_getinfo finds no entry of provider name, with the fix: its
+ * profile's missing_hint, or a hint for a family pscomm has no profile
+ * for; NULL when there is none.
+ */
+const char *psc_provider_missing_hint(const char *name);
+
+/*
  * Whether a query for prov_name (NULL: any provider) that found nothing
  * should be asked again without FI_ORDER_SAS (some family may lack it).
  */

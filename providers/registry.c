@@ -94,6 +94,32 @@ bool psc_provider_filter_hides(const char *filter, const char *name)
 	return negated ? found : !found;
 }
 
+bool psc_provider_filter_names(const char *item, size_t len,
+			       const char *name)
+{
+	return strlen(name) == len && strncasecmp(name, item, len) == 0;
+}
+
+/* Families without a profile that still deserve a hint when missing. */
+static const struct {
+	const char *family, *hint;
+} unprofiled[] = {
+	/* psm (PSM 1) drives the older True Scale HCAs. */
+	{"psm", "no Omni-Path or True Scale HFI (hfi1 or ib_qib driver)"},
+};
+
+const char *psc_provider_missing_hint(const char *name)
+{
+	const char *hint = psc_provider_lookup(name)->missing_hint;
+
+	for (size_t i = 0; !hint && i < sizeof(unprofiled) /
+						 sizeof(unprofiled[0]);
+	     i++)
+		if (psc_provider_is(name, unprofiled[i].family))
+			hint = unprofiled[i].hint;
+	return hint;
+}
+
 bool psc_provider_order_optional(const char *prov_name)
 {
 	size_t n;

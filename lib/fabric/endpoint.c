@@ -76,8 +76,7 @@ static void installed_providers(char *buf, size_t len)
 	size_t used = 0;
 
 	buf[0] = '\0';
-	if (fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
-		       &all) != 0)
+	if (psc_fab_providers(&all) != 0)
 		return;
 	for (struct fi_info *i = all; i; i = i->next) {
 		const char *n = i->fabric_attr->prov_name;
@@ -480,4 +479,21 @@ void psc_fab_version(char *buf, size_t len)
 const char *psc_fab_strerror(int err)
 {
 	return fi_strerror(err);
+}
+
+int psc_fab_providers(struct fi_info **all)
+{
+	*all = NULL;
+	return fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
+			  all);
+}
+
+void psc_fab_freeinfo(struct fi_info *list)
+{
+	fi_freeinfo(list);
+}
+
+const char *psc_fab_addr_format_name(uint32_t addr_format)
+{
+	return fi_tostr(&addr_format, FI_TYPE_ADDR_FORMAT);
 }

@@ -99,4 +99,17 @@ void psc_fab_version(char *buf, size_t len);
 /* fi_strerror, for callers that must not call libfabric themselves. */
 const char *psc_fab_strerror(int err);
 
+/*
+ * Every provider libfabric has loaded (FI_PROV_ATTR_ONLY: those that
+ * FI_PROVIDER hides are listed too), into *all to free with
+ * psc_fab_freeinfo. Returns 0 or fi_getinfo's negative error.
+ */
+int psc_fab_providers(struct fi_info **all);
+
+/* fi_freeinfo, for callers that must not call libfabric themselves. */
+void psc_fab_freeinfo(struct fi_info *list);
+
+/* The name libfabric gives an address format ("FI_SOCKADDR_IN"). */
+const char *psc_fab_addr_format_name(uint32_t addr_format);
+
 #endif /* PSC_FABRIC_H */

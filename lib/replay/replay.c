@@ -16,9 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
-#include "provider.h"
 #include "replay/replay.h"
 #include "util/util.h"
 
@@ -682,6 +682,11 @@ int psc_replay_load(const char *path, struct fi_info **list, char *err,
 	return rc;
 }
 
+void psc_replay_free(struct fi_info *list)
+{
+	fi_freeinfo(list);
+}
+
 /* ----------------------------------------------------- fi_getinfo */
 
 static const struct fi_info *replay_list;
@@ -706,14 +711,26 @@ static int mr_duties(int mr)
 	return d;
 }
 
+/*
+ * Whether hints naming provider want select an entry of provider name,
+ * as libfabric matches prov_name: the entry's full name ("tcp;ofi_rxm"),
+ * or the core name it is layered over ("tcp").
+ */
+static bool prov_name_fits(const char *name, const char *want)
+{
+	size_t n = strlen(want);
+
+	return name && strncmp(name, want, n) == 0 &&
+	       (name[n] == '\0' || name[n] == ';');
+}
+
 /* Whether entry e satisfies hints h, as libfabric's attribute checks. */
 static bool replay_fits(const struct fi_info *e, const struct fi_info *h)
 {
 	const char *want = h->fabric_attr ? h->fabric_attr->prov_name : NULL;
 	uint64_t mode = e->mode | e->tx_attr->mode | e->rx_attr->mode;
 
-	if (want && !psc_provider_is(e->fabric_attr->prov_name, want) &&
-	    strcmp(e->fabric_attr->prov_name, want) != 0)
+	if (want && !prov_name_fits(e->fabric_attr->prov_name, want))
 		return false;
 	if (h->ep_attr->type != FI_EP_UNSPEC &&
 	    h->ep_attr->type != e->ep_attr->type)

@@ -9,11 +9,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <rdma/fabric.h>
+struct fi_info;
 
 /*
  * psc_replay_parse builds a list of real fi_info entries (free with
- * fi_freeinfo) from text; lines starting with
+ * psc_replay_free or fi_freeinfo) from text; lines starting with
  * '#' are comments. Returns 0, or a negative errno with "line N: ..." in
  * err. psc_replay_load does the same for a file.
  */
@@ -21,6 +21,13 @@ int psc_replay_parse(const char *text, struct fi_info **list, char *err,
 		     size_t len);
 int psc_replay_load(const char *path, struct fi_info **list, char *err,
 		    size_t len);
+
+/*
+ * Free a list from psc_replay_parse, psc_replay_load or
+ * psc_replay_getinfo (fi_freeinfo, for callers that must not call
+ * libfabric themselves). NULL is a no-op.
+ */
+void psc_replay_free(struct fi_info *list);
 
 /*
  * A psc_getinfo_fn answering from the list given to psc_replay_use
