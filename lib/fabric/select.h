@@ -9,12 +9,13 @@
 #include <stdbool.h>
 
 #include "fabric/fabric.h"
+#include "ps_comm/info.h"
 
-/* fi_getinfo's signature, so tests can replay recorded entries. */
-typedef int (*psc_getinfo_fn)(uint32_t version, const char *node,
-			      const char *service, uint64_t flags,
-			      const struct fi_info *hints,
-			      struct fi_info **info);
+/*
+ * fi_getinfo's signature, so tests and ps_comm_info --replay can replay
+ * recorded entries; the public type of <ps_comm/info.h>.
+ */
+typedef ps_comm_info_getinfo_fn psc_getinfo_fn;
 
 /*
  * How far an entry's NIC is from this process: 0 when the process runs
