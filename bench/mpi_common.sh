@@ -1,6 +1,6 @@
 # mpi_common.sh - helpers shared by the bench scripts that compare pscomm
-# with MPI (bench/pingpong_vs_mpi.sh, bench/allreduce_vs_mpi.sh). Sourced,
-# not run. The caller sets work (a scratch dir), CC (a C compiler) and
+# with MPI (bench/pingpong_vs_mpi.sh, bench/allreduce_vs_mpi.sh) and with
+# an earlier build of itself (bench/compare_builds.sh). Sourced, not run. The caller sets work (a scratch dir), CC (a C compiler) and
 # shim="" before build_shim, and RUN_TIMEOUT before report_failed.
 
 mpi_common_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
