@@ -79,7 +79,7 @@ struct psc_sw_unexp;
 int psc_sw_open(struct psc_ep *ep);
 /*
  * Free the bounce buffers and arrivals nobody received (at close, after
- * psc_mr_ep_close dropped the buffers' registration).
+ * psc_fab_close dropped the buffers' registration).
  */
 void psc_sw_close(struct psc_ep *ep);
 /*

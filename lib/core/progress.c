@@ -71,7 +71,7 @@ static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 /*
  * Hand one request to libfabric. Returns 0, -FI_EAGAIN or an error. With
  * registration, every buffer but an injected one goes with a descriptor
- * (lib/mr.c), possibly from a pre-registered copy (buf).
+ * (core/reqmr.c), possibly from a pre-registered copy (buf).
  */
 static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
 			bool *injected)

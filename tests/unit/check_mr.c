@@ -1,5 +1,5 @@
 /*
- * Unit tests for the registration cache (lib/mr.c), driven through a fake
+ * Unit tests for the registration cache (lib/fabric/mr.c), driven through a fake
  * backend that records every registration: interval hits, merging of
  * overlapping ranges, LRU eviction by count and by bytes, holds that keep
  * a range registered, invalidation, pinned ranges, unique keys, backend
