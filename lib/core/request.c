@@ -177,8 +177,11 @@ int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
 
 	if (status)
 		*status = r->status;
-	if (msg && len)
-		snprintf(msg, len, "%s", r->errmsg ? r->errmsg : "");
+	/* Success is the hot path: no formatting unless there are words. */
+	if (msg && len && r->errmsg)
+		snprintf(msg, len, "%s", r->errmsg);
+	else if (msg && len)
+		msg[0] = '\0';
 	pthread_mutex_lock(&ep->lock);
 	psc_req_free(r);
 	pthread_mutex_unlock(&ep->lock);
