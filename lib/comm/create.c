@@ -116,6 +116,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	struct psc_boot_plan plan;
 	struct psc_ep_config cfg = {&c->params, NULL, 0};
 	struct psc_boot_record me;
+	struct psc_ep *ep;
 	char err[1024];
 	int rc, local = 0;
 
@@ -132,11 +133,12 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	c->ch.peers = calloc((size_t)c->ch.size, sizeof(*c->ch.peers));
 	if (!c->ch.peers)
 		return PS_COMM_ERR_NOMEM;
-	rc = psc_ep_acquire(&c->ch.ep, &cfg, &c->ch.ctx, err, sizeof(err));
+	rc = psc_ep_acquire(&ep, &cfg, &c->ch.ctx, err, sizeof(err));
 	if (rc) {
 		psc_comm_set_error(c, "%s", err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
 	}
+	psc_chan_bind(&c->ch, ep);
 	snprintf(c->provider, sizeof(c->provider), "%s",
 		 psc_ep_provider(c->ch.ep));
 	my_record(c, &me);
@@ -168,7 +170,7 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 	}
 	for (int i = 0; i < n; i++)
 		c->ch.peers[i] = parent->ch.peers[ranks[i]];
-	c->ch.ep = parent->ch.ep;
+	psc_chan_bind(&c->ch, parent->ch.ep);
 	c->ch.rank = me;
 	c->ch.size = n;
 	c->ch.ctx = ctx;

@@ -55,8 +55,10 @@ int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
 	char msg[512];
 	int rc = psc_wait(req, status, deadline, msg, sizeof(msg));
 
-	if (status)
+	if (status && status->error)
 		status->error = psc_err_from_fi(status->error);
+	if (!rc)
+		return 0;
 	if (rc == -ETIMEDOUT && !msg[0])
 		snprintf(msg, sizeof(msg), "%s timed out after "
 			 "PS_COMM_OP_TIMEOUT=%g s: %s", what, c->op_timeout,

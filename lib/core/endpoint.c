@@ -278,6 +278,11 @@ void psc_ep_unlock(struct psc_ep *ep)
 	pthread_mutex_unlock(&ep->lock);
 }
 
+pthread_mutex_t *psc_ep_mutex(struct psc_ep *ep)
+{
+	return &ep->lock;
+}
+
 const struct psc_caps *psc_ep_caps(const struct psc_ep *ep)
 {
 	return &ep->fab.caps;

@@ -13,6 +13,7 @@
 #ifndef PSC_EP_H
 #define PSC_EP_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,8 @@ int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *out);
 
 void psc_ep_lock(struct psc_ep *ep);
 void psc_ep_unlock(struct psc_ep *ep);
+/* The lock itself, for callers that keep it (a channel, for speed). */
+pthread_mutex_t *psc_ep_mutex(struct psc_ep *ep);
 
 /* What the endpoint runs with; constant while it is open. */
 const struct psc_caps *psc_ep_caps(const struct psc_ep *ep);

@@ -60,7 +60,8 @@ void psc_req_free(struct ps_comm_request *r)
 			psc_mr_invalidate(ep->fab.mr, r->buf, r->len);
 		free(r->buf);
 	}
-	free(r->errmsg);
+	if (r->errmsg)
+		free(r->errmsg);
 	free(r);
 }
 
@@ -168,8 +169,8 @@ bool psc_queue_remove(struct psc_req_queue *q, struct ps_comm_request *r)
 }
 
 /* Hand a completed request's result to the caller and free it. */
-int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
-		 char *msg, size_t len)
+static inline __attribute__((always_inline)) int
+reap(ps_comm_request_t *req, ps_comm_status_t *status, char *msg, size_t len)
 {
 	struct ps_comm_request *r = *req;
 	struct psc_ep *ep = r->ep;
@@ -187,6 +188,12 @@ int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
 	pthread_mutex_unlock(&ep->lock);
 	*req = NULL;
 	return err;
+}
+
+int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
+		 char *msg, size_t len)
+{
+	return reap(req, status, msg, len);
 }
 
 static bool req_done_pred(void *arg)
@@ -212,17 +219,17 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 	struct psc_ep *ep = r->ep;
 
 	if (psc_ep_wait(ep, req_done_pred, r, deadline) == 0)
-		return psc_req_reap(req, status, msg, len);
+		return reap(req, status, msg, len);
 	if (r->ops && r->ops->abort) {
 		/* Its owner withdraws the pieces, then completes it. */
 		r->ops->abort(r, -ETIMEDOUT);
 		psc_ep_wait(ep, req_done_pred, r, 0);
-		return psc_req_reap(req, status, msg, len);
+		return reap(req, status, msg, len);
 	}
 	pthread_mutex_lock(&ep->lock);
 	if (psc_req_done(r)) {
 		pthread_mutex_unlock(&ep->lock);
-		return psc_req_reap(req, status, msg, len);
+		return reap(req, status, msg, len);
 	}
 	/* Abandon it: it frees itself once libfabric lets go of it. */
 	psc_req_cancel_tree(r);

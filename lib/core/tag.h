@@ -43,20 +43,53 @@ struct psc_tag_layout {
  */
 int psc_tag_layout_init(struct psc_tag_layout *l, uint64_t mem_tag_format);
 
-uint64_t psc_tag_make(const struct psc_tag_layout *l, unsigned proto,
-		      bool large, uint32_t ctx, uint32_t rank, uint32_t tag);
-
 /*
- * Tag and ignore mask for a receive. src or tag may be -1 (any). The
- * large bit is always ignored so a receive matches both forms.
+ * Packing and unpacking, inline for the message paths. psc_tag_match
+ * gives the tag and ignore mask for a receive: src or tag may be -1
+ * (any), and the large bit is always ignored so a receive matches both
+ * forms.
  */
-void psc_tag_match(const struct psc_tag_layout *l, unsigned proto,
-		   uint32_t ctx, int src, int64_t tag, uint64_t *tagp,
-		   uint64_t *ignore);
+static inline uint64_t psc_tag_make(const struct psc_tag_layout *l, unsigned proto,
+		      bool large, uint32_t ctx, uint32_t rank, uint32_t tag)
+{
+	return ((uint64_t)proto << l->proto_shift & l->proto_mask) |
+	       (large ? l->large_bit : 0) |
+	       ((uint64_t)ctx << l->ctx_shift & l->ctx_mask) |
+	       ((uint64_t)rank << l->rank_shift & l->rank_mask) |
+	       (tag & l->user_mask);
+}
 
-uint32_t psc_tag_rank(const struct psc_tag_layout *l, uint64_t t);
-uint32_t psc_tag_user(const struct psc_tag_layout *l, uint64_t t);
-unsigned psc_tag_proto(const struct psc_tag_layout *l, uint64_t t);
-bool psc_tag_is_large(const struct psc_tag_layout *l, uint64_t t);
+static inline void psc_tag_match(const struct psc_tag_layout *l, unsigned proto,
+		   uint32_t ctx, int src, int64_t tag, uint64_t *tagp,
+		   uint64_t *ignore)
+{
+	*ignore = l->large_bit;
+	if (src < 0)
+		*ignore |= l->rank_mask;
+	if (tag < 0)
+		*ignore |= l->user_mask;
+	*tagp = psc_tag_make(l, proto, false, ctx, src < 0 ? 0 : (uint32_t)src,
+			     tag < 0 ? 0 : (uint32_t)tag);
+}
+
+static inline uint32_t psc_tag_rank(const struct psc_tag_layout *l, uint64_t t)
+{
+	return (uint32_t)((t & l->rank_mask) >> l->rank_shift);
+}
+
+static inline uint32_t psc_tag_user(const struct psc_tag_layout *l, uint64_t t)
+{
+	return (uint32_t)(t & l->user_mask);
+}
+
+static inline unsigned psc_tag_proto(const struct psc_tag_layout *l, uint64_t t)
+{
+	return (unsigned)((t & l->proto_mask) >> l->proto_shift);
+}
+
+static inline bool psc_tag_is_large(const struct psc_tag_layout *l, uint64_t t)
+{
+	return (t & l->large_bit) != 0;
+}
 
 #endif /* PSC_TAG_H */

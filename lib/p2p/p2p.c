@@ -56,8 +56,8 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       unsigned proto, const void *buf, size_t len,
 		       uint32_t src, uint32_t tag)
 {
-	const struct psc_tag_layout *tl = psc_ep_tags(ch->ep);
-	size_t max = psc_ep_caps(ch->ep)->max_msg_size;
+	const struct psc_tag_layout *tl = ch->tl;
+	size_t max = ch->caps->max_msg_size;
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
 	uint64_t ctag = psc_tag_make(tl, PSC_PROTO_CONT, false, ch->ctx,
 				     src, seq);
@@ -101,32 +101,23 @@ static int chan_req(struct psc_chan *ch, enum psc_req_kind kind,
  * End a post: hand r to the caller, or on failure say what failed (a
  * send names its address), free r and return the code. Releases the lock.
  */
-static int post_end(struct psc_chan *ch, struct ps_comm_request *r, int rc,
-		    ps_comm_request_t *req, char *err, size_t elen)
+static inline int post_end(struct psc_chan *ch, struct ps_comm_request *r,
+			   int rc, ps_comm_request_t *req, char *err,
+			   size_t elen)
 {
-	if (rc && r->kind == PSC_REQ_RECV) {
+	if (rc && r->kind == PSC_REQ_RECV)
 		snprintf(err, elen, "posting a receive failed: %s",
 			 psc_fab_strerror(-rc));
-	} else if (rc) {
+	else if (rc)
 		snprintf(err, elen, "posting a send to fi_addr %llu failed: "
 			 "%s", (unsigned long long)r->addr,
 			 psc_fab_strerror(-rc));
-	}
-	if (rc) {
+	if (rc)
 		psc_req_free(r);
-	} else {
+	else
 		*req = r;
-	}
-	psc_ep_unlock(ch->ep);
+	pthread_mutex_unlock(ch->lock);
 	return rc;
-}
-
-int psc_isend(struct psc_chan *ch, unsigned proto, const void *buf,
-	      size_t len, int peer, uint32_t tag, ps_comm_request_t *req,
-	      char *err, size_t elen)
-{
-	return psc_isend_to(ch, proto, buf, len, ch->peers[peer],
-			    (uint32_t)ch->rank, tag, req, err, elen);
 }
 
 int psc_isend_to(struct psc_chan *ch, unsigned proto, const void *buf,
@@ -137,11 +128,11 @@ int psc_isend_to(struct psc_chan *ch, unsigned proto, const void *buf,
 	struct ps_comm_request *r;
 	int rc;
 
-	psc_ep_lock(ep);
-	rc = chan_req(ch, len > psc_ep_single_limit(ep) ? PSC_REQ_PARENT
-							: PSC_REQ_SEND, &r);
+	pthread_mutex_lock(ch->lock);
+	rc = chan_req(ch, len > ch->single ? PSC_REQ_PARENT : PSC_REQ_SEND,
+		      &r);
 	if (rc) {
-		psc_ep_unlock(ep);
+		pthread_mutex_unlock(ch->lock);
 		return rc;
 	}
 	r->addr = addr;
@@ -156,8 +147,7 @@ int psc_isend_to(struct psc_chan *ch, unsigned proto, const void *buf,
 		r->data = len;
 		/* Finalize must know its messages left before it closes. */
 		r->no_inject = proto == PSC_PROTO_CTRL;
-		r->tag = psc_tag_make(psc_ep_tags(ep), proto, false, ch->ctx,
-				      src, tag);
+		r->tag = psc_tag_make(ch->tl, proto, false, ch->ctx, src, tag);
 		rc = psc_ep_post_first(ep, r);
 	}
 	return post_end(ch, r, rc, req, err, elen);
@@ -171,10 +161,10 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 	struct ps_comm_request *r;
 	int rc;
 
-	psc_ep_lock(ep);
+	pthread_mutex_lock(ch->lock);
 	rc = chan_req(ch, PSC_REQ_RECV, &r);
 	if (rc) {
-		psc_ep_unlock(ep);
+		pthread_mutex_unlock(ch->lock);
 		return rc;
 	}
 	r->ops = &first_recv_ops;
@@ -187,13 +177,21 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 		r->len = sizeof(r->scratch);
 	} else {
 		r->buf = buf;
-		r->len = PSC_MIN(len, psc_ep_caps(ep)->max_msg_size);
+		r->len = PSC_MIN(len, ch->caps->max_msg_size);
 	}
 	r->addr = FI_ADDR_UNSPEC;
-	psc_tag_match(psc_ep_tags(ep), proto, ch->ctx, peer, tag, &r->tag,
-		      &r->ignore);
+	psc_tag_match(ch->tl, proto, ch->ctx, peer, tag, &r->tag, &r->ignore);
 	rc = psc_ep_post_first(ep, r);
 	return post_end(ch, r, rc, req, err, elen);
+}
+
+void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep)
+{
+	ch->ep = ep;
+	ch->lock = psc_ep_mutex(ep);
+	ch->caps = psc_ep_caps(ep);
+	ch->tl = psc_ep_tags(ep);
+	ch->single = psc_ep_single_limit(ep);
 }
 
 void psc_chan_abort(struct psc_chan *ch)
@@ -227,8 +225,8 @@ static int post_discard(struct ps_comm_request *r, void *dst, size_t take,
 static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 {
 	struct psc_chan *ch = r->owner;
-	const struct psc_tag_layout *tl = psc_ep_tags(r->ep);
-	const struct psc_caps *caps = psc_ep_caps(r->ep);
+	const struct psc_tag_layout *tl = ch->tl;
+	const struct psc_caps *caps = ch->caps;
 	size_t max = caps->max_msg_size;
 	uint64_t total, ctag, ignore;
 	uint32_t seq;
@@ -276,14 +274,15 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 static int first_recv_complete(struct ps_comm_request *r,
 			       const struct fi_cq_tagged_entry *ev)
 {
-	const struct psc_tag_layout *tl = psc_ep_tags(r->ep);
+	const struct psc_chan *ch = r->owner;
+	const struct psc_tag_layout *tl = ch->tl;
 	size_t got = ev->len;
 
 	r->first = false;
 	r->status.source = (int)psc_tag_rank(tl, ev->tag);
 	r->status.tag = (int)psc_tag_user(tl, ev->tag);
 	/* A provider that truncates silently: the sender's length says so. */
-	if (psc_ep_caps(r->ep)->len_in_cq_data &&
+	if (ch->caps->len_in_cq_data &&
 	    (ev->flags & FI_REMOTE_CQ_DATA) &&
 	    (uint32_t)ev->data != (uint32_t)got) {
 		r->status.error = -FI_ETRUNC;
@@ -305,7 +304,7 @@ static int first_recv_complete(struct ps_comm_request *r,
 /* The provider truncated the first receive: it filled the buffer. */
 static int first_recv_truncated(struct ps_comm_request *r, uint64_t tag)
 {
-	const struct psc_tag_layout *tl = psc_ep_tags(r->ep);
+	const struct psc_tag_layout *tl = ((const struct psc_chan *)r->owner)->tl;
 
 	if (!r->first) {
 		r->status.len = r->len;

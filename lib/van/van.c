@@ -183,6 +183,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	struct psc_ep_config cfg = {&v->comm.params, NULL, -1};
 	struct psc_van_served what;
 	struct psc_iface iface;
+	struct psc_ep *ep;
 	char err[1024];
 	int rc;
 
@@ -191,11 +192,12 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		return PS_COMM_ERR_ARG;
 	if (host_iface(v, host, &iface))
 		cfg.iface = &iface;
-	rc = psc_ep_acquire_exclusive(&v->comm.ch.ep, &cfg, err, sizeof(err));
+	rc = psc_ep_acquire_exclusive(&ep, &cfg, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
 	}
+	psc_chan_bind(&v->comm.ch, ep);
 	v->comm.ch.ctx = 0;
 	/*
 	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which

@@ -421,6 +421,7 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 	c.params = params;
 	ck_assert_int_eq(psc_ep_acquire_exclusive(&c.ch.ep, &cfg, err,
 						  sizeof(err)), 0);
+	psc_chan_bind(&c.ch, c.ch.ep);
 	ck_assert_int_eq(psc_van_fetch(HOST, port, psc_store_job_id(&params),
 				       provider, psc_now() + 10, &slot, name,
 				       &namelen, err, sizeof(err)), 0);
