@@ -7,11 +7,14 @@
 # summary is a Markdown table of medians, spreads and new/old ratios.  See
 # bench/README.md.
 #
-# usage: bench/compare_builds.sh [-r ROUNDS] [-o CSV] [-t SECONDS] OLD_BUILD NEW_BUILD
+# usage: bench/compare_builds.sh [-r ROUNDS] [-c PATTERN] [-o CSV] [-t SECONDS] OLD_BUILD NEW_BUILD
 #        (the options may also follow the build directories)
 #   OLD_BUILD, NEW_BUILD  tops of two configured and built pscomm trees, each
 #                with tools/ps_comm_run, examples/pingpong, examples/allreduce
 #   -r ROUNDS    rounds (default 7, at least 5)
+#   -c PATTERN   only the cases whose label matches this extended regular
+#                expression, e.g. 'allreduce shm n=[24] 16 MiB', to run a
+#                flagged case again with more rounds
 #   -o CSV       raw samples (default bench/results/compare-DATE/samples.csv);
 #                the summary goes to CSV with .md in place of .csv, and the
 #                output of every run to the directory CSV with .logs
@@ -34,11 +37,14 @@ invocation=("$0" "$@")
 ROUNDS=7
 RUN_TIMEOUT=60
 csv=""
+pattern=""
 dirs=()
 while [[ $# -gt 0 ]]; do
     case $1 in
-    -r|-o|-t) [[ $# -ge 2 ]] || die "$1 needs a value"
-        case $1 in -r) ROUNDS=$2 ;; -o) csv=$2 ;; -t) RUN_TIMEOUT=$2 ;; esac
+    -r|-o|-t|-c) [[ $# -ge 2 ]] || die "$1 needs a value"
+        case $1 in
+        -r) ROUNDS=$2 ;; -o) csv=$2 ;; -t) RUN_TIMEOUT=$2 ;; -c) pattern=$2 ;;
+        esac
         shift 2 ;;
     -h|--help) usage; exit 0 ;;
     --) shift; dirs+=("$@"); break ;;
@@ -116,6 +122,17 @@ parse_case() {
     metric=latency_us col=2
     [[ $prog == allreduce ]] && metric=time_us col=6
 }
+
+# Keep only the cases whose label matches -c's pattern.
+if [[ -n $pattern ]]; then
+    kept=()
+    for c in "${!cases[@]}"; do
+        parse_case "$c"
+        [[ $label =~ $pattern ]] && kept+=("${cases[$c]}")
+    done
+    [[ ${#kept[@]} -gt 0 ]] || die "-c '$pattern' matches no case"
+    cases=("${kept[@]}")
+fi
 
 # Fill the global array `cmd` to run case $1 on build directory $2.
 case_cmd() {

@@ -519,8 +519,7 @@ int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		pthread_mutex_lock(&ep->lock);
 		n = psc_progress(ep);
 		pthread_mutex_unlock(&ep->lock);
-		if (__atomic_load_n(&ep->src_count, __ATOMIC_RELAXED))
-			n += psc_ep_run_sources(ep);
+		n += psc_ep_run_sources(ep);
 		if (done(arg))
 			return 0;
 		psc_ep_each_other(ep, progress_other);
