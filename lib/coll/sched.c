@@ -321,8 +321,8 @@ static int op_start(struct psc_sched *s, struct sop *o)
 static int op_finish(struct psc_sched *s, struct sop *o)
 {
 	ps_comm_status_t st;
-	char msg[512];
-	int rc = psc_req_reap(&o->req, &st, msg, sizeof(msg));
+	char *words;
+	int rc = psc_req_reap(&o->req, &st, &words);
 
 	/* The request is gone either way; failure ends the schedule. */
 	o->state = SOP_DONE;
@@ -333,10 +333,12 @@ static int op_finish(struct psc_sched *s, struct sop *o)
 				   "than this rank expects (%zu): the ranks "
 				   "passed different counts or data types",
 				   o->peer, rc ? "more" : "fewer", o->len);
+		free(words);
 		return -EBADE;
 	}
-	if (rc && msg[0])
-		psc_comm_set_error(s->comm, "%s", msg);
+	if (rc && words)
+		psc_comm_set_error(s->comm, "%s", words);
+	free(words);
 	if (rc)
 		return rc;
 	op_done(s, o);

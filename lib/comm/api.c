@@ -123,7 +123,8 @@ int ps_comm_test(ps_comm_request_t *req, int *done, ps_comm_status_t *status)
 {
 	struct ps_comm_request *r;
 	struct ps_comm *c;
-	char msg[512];
+	const char *what;
+	char *words;
 	int rc;
 
 	if (!req || !done)
@@ -137,10 +138,11 @@ int ps_comm_test(ps_comm_request_t *req, int *done, ps_comm_status_t *status)
 	if (!*done)
 		return 0;
 	c = comm_of(r);
-	rc = psc_req_reap(req, status, msg, sizeof(msg));
-	if (status)
-		status->error = psc_err_from_fi(status->error);
-	return psc_comm_fail(c, rc, msg);
+	what = what_of(r);
+	rc = psc_req_reap(req, status, &words);
+	if (!rc && !words && (!status || !status->error))
+		return 0;
+	return psc_comm_waited(c, rc, status, words, what);
 }
 
 int ps_comm_wait(ps_comm_request_t *req, ps_comm_status_t *status)

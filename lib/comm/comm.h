@@ -42,11 +42,25 @@ double psc_comm_op_deadline(const struct ps_comm *c);
  * Wait for a request of c until its operation deadline, as ps_comm_wait
  * does: returns a PS_COMM_ERR_* value, with status->error translated
  * too, and records the failure's words; what names the operation in a
- * timeout message ("collective", "operation").
+ * timeout message ("collective", "operation"). psc_comm_waited is its
+ * slow half: it takes the internal result rc and the malloc'd words
+ * (freed here, may be NULL) of a wait that did not simply succeed.
  */
-int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
-		  ps_comm_status_t *status, double deadline,
-		  const char *what);
+int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,
+		    char *words, const char *what);
+
+static inline int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
+				ps_comm_status_t *status, double deadline,
+				const char *what)
+{
+	char *words;
+	int rc = psc_wait(req, status, deadline, &words);
+
+	/* Success is the hot path: nothing to translate or record. */
+	if (!rc && !words && (!status || !status->error))
+		return 0;
+	return psc_comm_waited(c, rc, status, words, what);
+}
 
 /*
  * A communicator over the ranks of parent listed in ranks (n of them, in

@@ -48,17 +48,15 @@ double psc_comm_op_deadline(const struct ps_comm *c)
 	return c->op_timeout > 0 ? psc_now() + c->op_timeout : 0;
 }
 
-int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
-		  ps_comm_status_t *status, double deadline,
-		  const char *what)
+int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,
+		    char *words, const char *what)
 {
 	char msg[512];
-	int rc = psc_wait(req, status, deadline, msg, sizeof(msg));
 
 	if (status && status->error)
 		status->error = psc_err_from_fi(status->error);
-	if (!rc)
-		return 0;
+	snprintf(msg, sizeof(msg), "%s", words ? words : "");
+	free(words);
 	if (rc == -ETIMEDOUT && !msg[0])
 		snprintf(msg, sizeof(msg), "%s timed out after "
 			 "PS_COMM_OP_TIMEOUT=%g s: %s", what, c->op_timeout,
@@ -192,9 +190,9 @@ static int finalize_barrier(struct ps_comm *c, double deadline)
 			rc = -ETIMEDOUT;
 		for (int i = 0; i < 2; i++)
 			if (r[i] && !rc)
-				rc = psc_wait(&r[i], NULL, deadline, NULL, 0);
+				rc = psc_wait(&r[i], NULL, deadline, NULL);
 			else if (r[i])
-				psc_wait(&r[i], NULL, psc_now(), NULL, 0);
+				psc_wait(&r[i], NULL, psc_now(), NULL);
 		if (rc)
 			return rc;
 	}

@@ -133,11 +133,12 @@ void psc_req_set_errmsg(struct ps_comm_request *r, const char *fmt, ...)
 
 /*
  * Take a completed request's status and free it; *req becomes NULL.
- * When msg is not NULL, r's failure words (or "") are copied there.
- * Takes the lock. Returns its status error (internal code).
+ * When words is not NULL it receives r's malloc'd failure words, or NULL
+ * when there are none; the caller frees them. Takes the lock. Returns
+ * its status error (internal code).
  */
 int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
-		 char *msg, size_t len);
+		 char **words);
 
 /*
  * Withdraw a posted send or receive and free it. Returns 0 once it is
@@ -154,7 +155,7 @@ int psc_req_cancel(ps_comm_request_t *req);
  * in every case.
  */
 int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
-	     double deadline, char *msg, size_t len);
+	     double deadline, char **words);
 
 void psc_queue_push(struct psc_req_queue *q, struct ps_comm_request *r);
 struct ps_comm_request *psc_queue_pop(struct psc_req_queue *q);

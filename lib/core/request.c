@@ -170,7 +170,7 @@ bool psc_queue_remove(struct psc_req_queue *q, struct ps_comm_request *r)
 
 /* Hand a completed request's result to the caller and free it. */
 static inline __attribute__((always_inline)) int
-reap(ps_comm_request_t *req, ps_comm_status_t *status, char *msg, size_t len)
+reap(ps_comm_request_t *req, ps_comm_status_t *status, char **words)
 {
 	struct ps_comm_request *r = *req;
 	struct psc_ep *ep = r->ep;
@@ -178,11 +178,10 @@ reap(ps_comm_request_t *req, ps_comm_status_t *status, char *msg, size_t len)
 
 	if (status)
 		*status = r->status;
-	/* Success is the hot path: no formatting unless there are words. */
-	if (msg && len && r->errmsg)
-		snprintf(msg, len, "%s", r->errmsg);
-	else if (msg && len)
-		msg[0] = '\0';
+	if (words) {
+		*words = r->errmsg;
+		r->errmsg = NULL;
+	}
 	pthread_mutex_lock(&ep->lock);
 	psc_req_free(r);
 	pthread_mutex_unlock(&ep->lock);
@@ -191,9 +190,9 @@ reap(ps_comm_request_t *req, ps_comm_status_t *status, char *msg, size_t len)
 }
 
 int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
-		 char *msg, size_t len)
+		 char **words)
 {
-	return reap(req, status, msg, len);
+	return reap(req, status, words);
 }
 
 static bool req_done_pred(void *arg)
@@ -213,23 +212,23 @@ void psc_req_cancel_tree(struct ps_comm_request *r)
 }
 
 int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
-	     double deadline, char *msg, size_t len)
+	     double deadline, char **words)
 {
 	struct ps_comm_request *r = *req;
 	struct psc_ep *ep = r->ep;
 
 	if (psc_ep_wait(ep, req_done_pred, r, deadline) == 0)
-		return reap(req, status, msg, len);
+		return reap(req, status, words);
 	if (r->ops && r->ops->abort) {
 		/* Its owner withdraws the pieces, then completes it. */
 		r->ops->abort(r, -ETIMEDOUT);
 		psc_ep_wait(ep, req_done_pred, r, 0);
-		return reap(req, status, msg, len);
+		return reap(req, status, words);
 	}
 	pthread_mutex_lock(&ep->lock);
 	if (psc_req_done(r)) {
 		pthread_mutex_unlock(&ep->lock);
-		return reap(req, status, msg, len);
+		return reap(req, status, words);
 	}
 	/* Abandon it: it frees itself once libfabric lets go of it. */
 	psc_req_cancel_tree(r);
@@ -237,8 +236,8 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 		*status = r->status;
 		status->error = -ETIMEDOUT;
 	}
-	if (msg && len)
-		msg[0] = '\0';
+	if (words)
+		*words = NULL;
 	/* A queued request is cancelled at once: free it now. */
 	if (psc_req_done(r))
 		psc_req_free(r);

@@ -70,7 +70,7 @@ struct ps_comm_van {
 static int van_wait(ps_comm_request_t *req, ps_comm_status_t *st,
 		    double deadline)
 {
-	int rc = psc_wait(req, st, deadline, NULL, 0);
+	int rc = psc_wait(req, st, deadline, NULL);
 
 	if (st)
 		st->error = psc_err_from_fi(st->error);

@@ -430,7 +430,7 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 				      valid_slot ? slot : PSC_VAN_SLOT_MAX - 3,
 				      PSC_VAN_TAG_FRAME, &r, err, sizeof(err)),
 			 0);
-	ck_assert_int_eq(psc_wait(&r, NULL, psc_now() + 10, NULL, 0), 0);
+	ck_assert_int_eq(psc_wait(&r, NULL, psc_now() + 10, NULL), 0);
 	psc_ep_release(c.ch.ep);
 }
 
