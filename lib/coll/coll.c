@@ -403,6 +403,23 @@ static void reduce_bufs(struct ps_comm *c, const struct call *k,
 		memcpy(a->recvbuf, k->sendbuf, bytes);
 }
 
+/*
+ * An unrooted reduction whose buffers k describes: check, place the
+ * input, start; its size is what every rank contributes.
+ */
+static int start_reduction(struct ps_comm *c, ps_comm_request_t *req,
+			   enum coll_kind kind, struct call *k)
+{
+	struct psc_coll_args a;
+	int rc = check_call(c, req, k, &a);
+
+	if (rc)
+		return rc;
+	reduce_bufs(c, k, &a, k->bytes);
+	return coll_start(c, kind, &a,
+			  k->bytes * span_mult(c, k->send_span, 0), req);
+}
+
 int ps_comm_ireduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 		    size_t count, ps_comm_dtype_t dtype, ps_comm_op_t op,
 		    int root, ps_comm_request_t *req)
@@ -433,14 +450,9 @@ int ps_comm_iallreduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 			 .count = count, .sendbuf = sendbuf,
 			 .send_span = SPAN_ONE, .recvbuf = recvbuf,
 			 .recv_span = SPAN_ONE};
-	struct psc_coll_args a;
-	int rc = check_call(c, req, &k, &a);
 
-	if (rc)
-		return rc;
 	/* The ring reads sendbuf itself; the others copy it first. */
-	reduce_bufs(c, &k, &a, k.bytes);
-	return coll_start(c, COLL_ALLREDUCE, &a, k.bytes, req);
+	return start_reduction(c, req, COLL_ALLREDUCE, &k);
 }
 
 int ps_comm_iallgather(ps_comm_t c, const void *sendbuf, void *recvbuf,
@@ -470,14 +482,8 @@ int ps_comm_ireduce_scatter(ps_comm_t c, const void *sendbuf, void *recvbuf,
 			 .count = recvcount, .sendbuf = sendbuf,
 			 .send_span = SPAN_ALL, .recvbuf = recvbuf,
 			 .recv_span = SPAN_ONE};
-	struct psc_coll_args a;
-	int rc = check_call(c, req, &k, &a);
 
-	if (rc)
-		return rc;
-	reduce_bufs(c, &k, &a, k.bytes);
-	return coll_start(c, COLL_REDUCE_SCATTER, &a,
-			  k.bytes * (size_t)c->ch.size, req);
+	return start_reduction(c, req, COLL_REDUCE_SCATTER, &k);
 }
 
 int ps_comm_barrier(ps_comm_t c)
