@@ -107,10 +107,8 @@ static void log_settings(const struct ps_comm *c)
 		if (strcmp(psc_param_table[i].name, "PS_COMM_JOB_KEY") == 0 &&
 		    val[0])
 			snprintf(val, sizeof(val), "(set)");
-		used += (size_t)snprintf(line + PSC_MIN(used, sizeof(line)),
-					 sizeof(line) - PSC_MIN(used, sizeof(line)),
-					 "%s%s=%s", used ? " " : "",
-					 psc_param_table[i].name, val);
+		PSC_APPEND(line, sizeof(line), used, "%s%s=%s", used ? " " : "",
+			   psc_param_table[i].name, val);
 	}
 	psc_log(PSC_LOG_INFO, c->ch.rank, "settings: %s", line);
 	psc_topo_describe(line, sizeof(line));

@@ -84,9 +84,7 @@ static void installed_providers(char *buf, size_t len)
 		/* Utility and hook providers are layered, not chosen. */
 		if (!n || psc_provider_layered(n) || strstr(buf, n))
 			continue;
-		used += (size_t)snprintf(buf + PSC_MIN(used, len),
-					 len - PSC_MIN(used, len), "%s%s",
-					 used ? ", " : "", n);
+		PSC_APPEND(buf, len, used, "%s%s", used ? ", " : "", n);
 	}
 	fi_freeinfo(all);
 }

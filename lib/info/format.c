@@ -12,14 +12,6 @@
 #include "info/info_int.h"
 #include "util/util.h"
 
-/*
- * Append printf-style text at *used in buf, as much as fits; *used counts
- * what was asked for, so callers can tell whether anything was written.
- */
-#define APPEND(buf, len, used, ...)                                            \
-	((used) += (size_t)snprintf((buf) + PSC_MIN((used), (len)),            \
-				    (len)-PSC_MIN((used), (len)), __VA_ARGS__))
-
 void psc_info_fmt_size(size_t v, char *buf, size_t len)
 {
 	static const char units[] = "KMGT";
@@ -64,11 +56,11 @@ void psc_info_fmt_mr_mode(int mr, char *buf, size_t len)
 		if (!(mr & bits[i].bit))
 			continue;
 		mr &= ~bits[i].bit;
-		APPEND(buf, len, used, "%s%s", used ? "|" : "", bits[i].name);
+		PSC_APPEND(buf, len, used, "%s%s", used ? "|" : "", bits[i].name);
 	}
 	/* Legacy FI_MR_BASIC/SCALABLE values or bits newer than 1.17. */
 	if (mr)
-		APPEND(buf, len, used, "%s0x%x", used ? "|" : "",
+		PSC_APPEND(buf, len, used, "%s0x%x", used ? "|" : "",
 		       (unsigned)mr);
 	if (!used)
 		snprintf(buf, len, "none");
@@ -97,9 +89,9 @@ void psc_info_fmt_src_addr(const struct fi_info *i, char *buf, size_t len)
 		/* Opaque formats: the first bytes tell entries apart. */
 		buf[0] = '\0';
 		for (size_t k = 0; k < PSC_MIN(i->src_addrlen, 16); k++)
-			APPEND(buf, len, used, "%02x", b[k]);
+			PSC_APPEND(buf, len, used, "%02x", b[k]);
 		if (i->src_addrlen > 16)
-			APPEND(buf, len, used, "...");
+			PSC_APPEND(buf, len, used, "...");
 	}
 }
 

@@ -252,10 +252,8 @@ static void iface_list(const struct ifaddrs *all, char *buf, size_t len)
 				     i->ifa_addr->sa_family != AF_INET6))
 			continue;
 		iface_fill(&tmp, i);
-		used += (size_t)snprintf(buf + PSC_MIN(used, len),
-					 len - PSC_MIN(used, len), "%s%s %s",
-					 used ? ", " : "", tmp.name,
-					 tmp.addrstr);
+		PSC_APPEND(buf, len, used, "%s%s %s", used ? ", " : "", tmp.name,
+			   tmp.addrstr);
 	}
 }
 

@@ -179,17 +179,13 @@ uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
 				 (unsigned long long)psc_fnv1a(
 					 PSC_FNV_INIT, p->job_key,
 					 strlen(p->job_key)));
-		used += (size_t)snprintf(buf + PSC_MIN(used, len),
-					 len - PSC_MIN(used, len), "%s=%s;",
-					 d->name, val);
+		PSC_APPEND(buf, len, used, "%s=%s;", d->name, val);
 	}
 	agree_env = psc_provider_agree_env(&n);
 	for (size_t i = 0; i < n; i++) {
 		const char *v = getenv(agree_env[i]);
 
-		used += (size_t)snprintf(buf + PSC_MIN(used, len),
-					 len - PSC_MIN(used, len), "%s=%s;",
-					 agree_env[i], v ? v : "");
+		PSC_APPEND(buf, len, used, "%s=%s;", agree_env[i], v ? v : "");
 	}
 	return psc_fnv1a(PSC_FNV_INIT, buf, strlen(buf));
 }

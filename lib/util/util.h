@@ -1,6 +1,6 @@
 /*
- * Small helpers every layer may use: array and arithmetic macros, the
- * monotonic clock, big-endian byte order for wire formats, and FNV-1a.
+ * Small helpers every layer may use: array and arithmetic macros, bounded
+ * appending to a text buffer, the monotonic clock, big-endian byte order for wire formats, and FNV-1a.
  * Nothing here allocates, blocks or fails.
  */
 #ifndef PSC_UTIL_H
@@ -9,12 +9,22 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define PSC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define PSC_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define PSC_MAX(a, b) ((a) > (b) ? (a) : (b))
 #define psc_container_of(ptr, type, member)                                    \
 	((type *)((char *)(ptr)-offsetof(type, member)))
+
+/*
+ * Append printf-style text at offset used of buf (len bytes), as much as
+ * fits, always NUL-terminated; used grows by what was asked for, so a
+ * caller can tell whether anything was written and whether it fitted.
+ */
+#define PSC_APPEND(buf, len, used, ...)                                        \
+	((used) += (size_t)snprintf((buf) + PSC_MIN((used), (len)),            \
+				    (len)-PSC_MIN((used), (len)), __VA_ARGS__))
 
 /* Monotonic time in seconds. */
 double psc_now(void);
