@@ -85,7 +85,6 @@ struct ps_comm_request {
 	struct ps_comm_request *next;	 /* queue link */
 	struct ps_comm_request *live_prev, *live_next; /* the endpoint's */
 	bool abandoned;	      /* owner gone: free when done */
-	bool first;	      /* first receive of a user message */
 	bool expect_trunc;    /* chunk past the buffer: truncation is ok */
 	bool untagged;	      /* software matching: header in scratch */
 	bool owns_buf;	      /* buf is malloc'd: free it with the request */

@@ -168,7 +168,6 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 		return rc;
 	}
 	r->ops = &first_recv_ops;
-	r->first = true;
 	r->user_buf = buf;
 	r->user_len = len;
 	/* Short buffers receive into scratch so a large header always fits. */
@@ -278,7 +277,6 @@ static int first_recv_complete(struct ps_comm_request *r,
 	const struct psc_tag_layout *tl = ch->tl;
 	size_t got = ev->len;
 
-	r->first = false;
 	r->status.source = (int)psc_tag_rank(tl, ev->tag);
 	r->status.tag = (int)psc_tag_user(tl, ev->tag);
 	/* A provider that truncates silently: the sender's length says so. */
@@ -306,11 +304,6 @@ static int first_recv_truncated(struct ps_comm_request *r, uint64_t tag)
 {
 	const struct psc_tag_layout *tl = ((const struct psc_chan *)r->owner)->tl;
 
-	if (!r->first) {
-		r->status.len = r->len;
-		return -FI_ETRUNC;
-	}
-	r->first = false;
 	if (tag) {
 		r->status.source = (int)psc_tag_rank(tl, tag);
 		r->status.tag = (int)psc_tag_user(tl, tag);
