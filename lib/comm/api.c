@@ -140,9 +140,7 @@ int ps_comm_test(ps_comm_request_t *req, int *done, ps_comm_status_t *status)
 	c = comm_of(r);
 	what = what_of(r);
 	rc = psc_req_reap(req, status, &words);
-	if (!rc && !words && (!status || !status->error))
-		return 0;
-	return psc_comm_waited(c, rc, status, words, what);
+	return psc_comm_result(c, rc, status, words, what);
 }
 
 int ps_comm_wait(ps_comm_request_t *req, ps_comm_status_t *status)

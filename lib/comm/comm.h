@@ -49,6 +49,17 @@ double psc_comm_op_deadline(const struct ps_comm *c);
 int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,
 		    char *words, const char *what);
 
+/* A reaped request's result (rc, status, words) as the user sees it. */
+static inline int psc_comm_result(struct ps_comm *c, int rc,
+				  ps_comm_status_t *status, char *words,
+				  const char *what)
+{
+	/* Success is the hot path: nothing to translate or record. */
+	if (!rc && !words && (!status || !status->error))
+		return 0;
+	return psc_comm_waited(c, rc, status, words, what);
+}
+
 static inline int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
 				ps_comm_status_t *status, double deadline,
 				const char *what)
@@ -56,10 +67,7 @@ static inline int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
 	char *words;
 	int rc = psc_wait(req, status, deadline, &words);
 
-	/* Success is the hot path: nothing to translate or record. */
-	if (!rc && !words && (!status || !status->error))
-		return 0;
-	return psc_comm_waited(c, rc, status, words, what);
+	return psc_comm_result(c, rc, status, words, what);
 }
 
 /*

@@ -77,29 +77,33 @@ static int van_wait(ps_comm_request_t *req, ps_comm_status_t *st,
 	return psc_err_from_fi(rc);
 }
 
+/* A post's result rc, with its words err, for the van's callers. */
+static int van_posted(int rc, const char *err)
+{
+	if (rc && rc != -ESHUTDOWN)
+		psc_log(PSC_LOG_DEBUG, -1, "van: %s", err);
+	return psc_err_from_fi(rc);
+}
+
 static int van_send(struct ps_comm_van *v, unsigned proto, const void *buf,
 		    size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
 		    ps_comm_request_t *req)
 {
 	char err[256];
-	int rc = psc_isend_to(&v->comm.ch, proto, buf, len, addr, src, tag,
-			      req, err, sizeof(err));
 
-	if (rc && rc != -ESHUTDOWN)
-		psc_log(PSC_LOG_DEBUG, -1, "van: %s", err);
-	return psc_err_from_fi(rc);
+	return van_posted(psc_isend_to(&v->comm.ch, proto, buf, len, addr, src,
+				       tag, req, err, sizeof(err)),
+			  err);
 }
 
 static int van_recv(struct ps_comm_van *v, unsigned proto, void *buf,
 		    size_t len, int peer, int64_t tag, ps_comm_request_t *req)
 {
 	char err[256];
-	int rc = psc_irecv(&v->comm.ch, proto, buf, len, peer, tag, req, err,
-			   sizeof(err));
 
-	if (rc && rc != -ESHUTDOWN)
-		psc_log(PSC_LOG_DEBUG, -1, "van: %s", err);
-	return psc_err_from_fi(rc);
+	return van_posted(psc_irecv(&v->comm.ch, proto, buf, len, peer, tag,
+				    req, err, sizeof(err)),
+			  err);
 }
 
 void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
