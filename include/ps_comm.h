@@ -107,11 +107,15 @@ PS_COMM_API int ps_comm_init(ps_comm_t *comm, const ps_comm_attr_t *attr);
 PS_COMM_API int ps_comm_finalize(ps_comm_t comm);
 
 /*
- * Mark a communicator as failed: every pending and future operation on it
- * completes with PS_COMM_ERR_ABORTED. Always returns promptly; call
- * ps_comm_finalize() afterwards to free it.
+ * Abort a communicator on every rank, like ncclCommAbort: every pending
+ * and future operation on it completes with PS_COMM_ERR_ABORTED, here at
+ * once and on the other ranks as soon as the notice reaches them (through
+ * rank 0's liveness link, where it is still up). err is the caller's
+ * reason (a PS_COMM_ERR_* value or any int), shown in their
+ * ps_comm_last_error. Never blocks; call ps_comm_finalize() afterwards
+ * to free the communicator.
  */
-PS_COMM_API int ps_comm_abort(ps_comm_t comm);
+PS_COMM_API int ps_comm_abort(ps_comm_t comm, int err);
 
 PS_COMM_API int ps_comm_rank(ps_comm_t comm, int *rank);
 PS_COMM_API int ps_comm_size(ps_comm_t comm, int *size);

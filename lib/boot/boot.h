@@ -33,6 +33,7 @@ struct psc_boot_record {
 	char agree[1024];
 	uint64_t hash;
 	char host[64];
+	char live[256];	  /* the liveness monitor's part, opaque here */
 	uint8_t addr[256];
 	size_t addrlen;
 };

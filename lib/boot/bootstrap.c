@@ -89,10 +89,11 @@ void psc_boot_record_init(struct psc_boot_record *rec,
 static size_t rec_encode(const struct psc_boot_record *rec, uint8_t *buf, size_t len)
 {
 	int n = snprintf((char *)buf, len, "v=%s\nprov=%s\nfmt=%s\nctx=%s\n"
-			 "hash=%016llx\nagree=%s\nhost=%s\naddrlen=%zu\n\n",
+			 "hash=%016llx\nagree=%s\nhost=%s\nlive=%s\n"
+			 "addrlen=%zu\n\n",
 			 rec->version, rec->provider, rec->addr_format, rec->ctx,
 			 (unsigned long long)rec->hash, rec->agree, rec->host,
-			 rec->addrlen);
+			 rec->live, rec->addrlen);
 
 	if (n < 0 || (size_t)n + rec->addrlen > len)
 		return 0;
@@ -148,6 +149,7 @@ static bool rec_decode(const uint8_t *buf, size_t len, struct psc_boot_record *r
 	    !rec_field(text, "ctx", rec->ctx, sizeof(rec->ctx)) ||
 	    !rec_field(text, "agree", rec->agree, sizeof(rec->agree)) ||
 	    !rec_field(text, "host", rec->host, sizeof(rec->host)) ||
+	    !rec_field(text, "live", rec->live, sizeof(rec->live)) ||
 	    !rec_field(text, "hash", num, sizeof(num)))
 		return false;
 	rec->hash = strtoull(num, NULL, 16);

@@ -147,15 +147,44 @@ static void server_abort(struct server *sv, const char *reason)
 	}
 }
 
+/* Whether rank r ever joined (its entry stays after it left). */
+static bool joined(const struct server *sv, int r)
+{
+	for (size_t i = 0; i < sv->nconns; i++)
+		if (sv->conns[i].rank == r)
+			return true;
+	return false;
+}
+
+/*
+ * A joined rank left before its goodbye. It died, unless it was waiting
+ * for a rank that never published: then it gave up on that one (its own
+ * PS_COMM_TIMEOUT), and that one is to blame.
+ */
+static void conn_lost(struct server *sv, struct conn *c)
+{
+	char why[300];
+	int r;
+
+	if (c->waiting && sscanf(c->waiting, "%d/", &r) == 1 && r != c->rank &&
+	    r >= 0 && r < sv->size)
+		snprintf(why, sizeof(why), "rank %d %s: rank %d (%s) gave up "
+			 "waiting for it", r,
+			 joined(sv, r) ? "died or stalled before it published "
+					 "its record"
+				       : "never joined the rendezvous",
+			 c->rank, c->host);
+	else
+		snprintf(why, sizeof(why), "rank %d (%s, %s) died during "
+			 "bootstrap: its rendezvous connection closed",
+			 c->rank, c->host, c->peer);
+	server_abort(sv, why);
+}
+
 static void conn_drop(struct server *sv, struct conn *c)
 {
-	if (c->rank >= 0 && !c->bye) {
-		char why[200];
-
-		snprintf(why, sizeof(why), "rank %d (%s, %s) disconnected "
-			 "during bootstrap", c->rank, c->host, c->peer);
-		server_abort(sv, why);
-	}
+	if (c->rank >= 0 && !c->bye)
+		conn_lost(sv, c);
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
@@ -404,6 +433,26 @@ static void server_accept(struct server *sv)
 	psc_sockaddr_str((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
 }
 
+/* The deadline passed: tell the waiting ranks who never came. */
+static void missing_abort(struct server *sv)
+{
+	char why[256];
+	size_t used = 0;
+	int n = 0;
+
+	why[0] = '\0';
+	for (int r = 0; r < sv->size; r++)
+		if (!joined(sv, r) && n++ < 8)
+			PSC_APPEND(why, sizeof(why), used, "%s%d",
+				   n > 1 ? ", " : "rank ", r);
+	if (!n)
+		return;
+	PSC_APPEND(why, sizeof(why), used, "%s never joined the rendezvous "
+		   "within PS_COMM_TIMEOUT (not started, or died first)",
+		   n > 8 ? "..." : "");
+	server_abort(sv, why);
+}
+
 static void *server_main(void *arg)
 {
 	struct server *sv = arg;
@@ -432,6 +481,8 @@ static void *server_main(void *arg)
 		}
 		free(p);
 	}
+	if (sv->byes < sv->size && psc_now() >= sv->deadline)
+		missing_abort(sv);
 	return NULL;
 }
 

@@ -229,7 +229,8 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 		psc_log(PSC_LOG_TRACE, c->ch.rank, "%s: %zu bytes, %s, %d steps",
 			colls[kind].name, bytes, colls[kind].algos[algo].name,
 			psc_sched_count(s));
-	return psc_err_from_fi(psc_sched_start(s, req));
+	rc = psc_sched_start(s, req);
+	return rc ? psc_comm_failure(c, rc) : 0;
 }
 
 /* ------------------------------------------------------------ checking */

@@ -461,11 +461,12 @@ int psc_sched_start(struct psc_sched *s, ps_comm_request_t *req)
 	struct ps_comm *c = s->comm;
 	struct psc_ep *ep = c->ch.ep;
 	struct ps_comm_request *r;
-	bool aborted;
+	int failed;
 
 	psc_ep_lock(ep);
-	aborted = c->ch.aborted;
-	r = aborted ? NULL : psc_req_alloc(ep, &c->ch, PSC_REQ_GENERIC);
+	failed = c->ch.aborted ? -ESHUTDOWN
+			       : psc_ep_owner_failed(ep, &c->ch, NULL, 0);
+	r = failed ? NULL : psc_req_alloc(ep, &c->ch, PSC_REQ_GENERIC);
 	if (r) {
 		r->ctx = s;
 		r->ops = &sched_ops;
@@ -474,7 +475,7 @@ int psc_sched_start(struct psc_sched *s, ps_comm_request_t *req)
 	psc_ep_unlock(ep);
 	if (!r) {
 		psc_sched_free(s);
-		return aborted ? -ESHUTDOWN : -ENOMEM;
+		return failed ? failed : -ENOMEM;
 	}
 	s->req = r;
 	s->src.poll = sched_poll;

@@ -15,8 +15,13 @@
 #include "p2p/p2p.h"
 #include "util/param.h"
 
+struct psc_live;
+
 struct ps_comm {
 	struct psc_chan ch;    /* endpoint, context id, rank, size, peers */
+	struct psc_live *live; /* the world's liveness monitor, or NULL */
+	int *world;	       /* rank -> world rank (with live) */
+	bool owns_live;	       /* the world communicator: it leaves */
 	struct psc_params params;
 	uint32_t coll_seq;     /* collectives started on this communicator */
 	double op_timeout;     /* seconds, 0 = none */
@@ -34,6 +39,13 @@ void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
  * Returns 0 for 0.
  */
 int psc_comm_fail(struct ps_comm *c, int err, const char *msg);
+
+/*
+ * The PS_COMM_ERR_* value for internal code rc of an operation of c that
+ * could not start, recording the words of c's failure when c failed (a
+ * peer died, an abort) and rc is that failure.
+ */
+int psc_comm_failure(struct ps_comm *c, int rc);
 
 /* Deadline for a blocking operation started now (0 = none). */
 double psc_comm_op_deadline(const struct ps_comm *c);
@@ -85,7 +97,11 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
  */
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr);
 
-/* Free c after its endpoint hold was dropped or never taken. */
+/*
+ * Free c: stop watching it and forget its failure; the caller drops
+ * c's endpoint hold after this (the watchdog reads the endpoint while
+ * it is watched).
+ */
 void psc_comm_free(struct ps_comm *c);
 
 #endif /* PSC_COMM_H */

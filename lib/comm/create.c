@@ -12,14 +12,16 @@
 
 #include "boot/boot.h"
 #include "comm/comm.h"
+#include "live/live.h"
 #include "util/log.h"
 
-/* Map a bootstrap errno to the public code for bootstrap failures. */
+/*
+ * Map a bootstrap errno to the public code for bootstrap failures; a
+ * rank that never came is a bootstrap failure too, not a timeout.
+ */
 static int bootstrap_err(int rc)
 {
 	switch (rc) {
-	case -ETIMEDOUT:
-		return PS_COMM_ERR_TIMEOUT;
 	case -EBADE:
 		return PS_COMM_ERR_MISMATCH;
 	case -EPROTO:
@@ -82,12 +84,21 @@ static void spin_policy(struct ps_comm *c, int local)
 		us ? "spin 200 us, then yield" : "yield at once");
 }
 
-/* A peer's record: its address goes into the AV at its rank. */
+/*
+ * A peer's record: its address goes into the AV at its rank, its
+ * liveness part to the monitor.
+ */
 static int add_peer(void *arg, int r, const struct psc_boot_record *rec,
 		    char *err, size_t len)
 {
 	struct ps_comm *c = arg;
-	int rc = psc_ep_av_insert(c->ch.ep, rec->addr, &c->ch.peers[r]);
+	int rc = c->live ? psc_live_peer(c->live, r, rec->host, rec->live, err,
+					 len)
+			 : 0;
+
+	if (rc)
+		return rc;
+	rc = psc_ep_av_insert(c->ch.ep, rec->addr, &c->ch.peers[r]);
 
 	psc_log(PSC_LOG_DEBUG, c->ch.rank, "rank %d on %s: fi_addr %llu", r,
 		rec->host, (unsigned long long)c->ch.peers[r]);
@@ -109,6 +120,47 @@ static void my_record(const struct ps_comm *c, struct psc_boot_record *rec)
 	snprintf(rec->ctx, sizeof(rec->ctx), "%u", c->ch.ctx);
 	name = psc_ep_name(c->ch.ep, &rec->addrlen);
 	memcpy(rec->addr, name, rec->addrlen);
+	if (c->live)
+		psc_live_self(c->live, rec->live, sizeof(rec->live));
+}
+
+/*
+ * The world's liveness monitor: open before the exchange (rank 0
+ * listens, and its record says where), started and watching c after it.
+ */
+static int live_open(struct ps_comm *c, const struct psc_boot_plan *plan,
+		     char *err, size_t len)
+{
+	struct psc_live_config cfg = {
+		.rank = c->ch.rank,
+		.size = c->ch.size,
+		.timeout = c->params.peer_timeout,
+		.watchdog = c->params.watchdog == 1,
+		.iface = &plan->iface,
+		.port_range = c->params.port_range,
+	};
+
+	c->world = calloc((size_t)c->ch.size, sizeof(*c->world));
+	if (!c->world)
+		return -ENOMEM;
+	for (int r = 0; r < c->ch.size; r++)
+		c->world[r] = r;
+	return psc_live_open(&c->live, &cfg, err, len);
+}
+
+static int live_start(struct ps_comm *c, char *err, size_t len)
+{
+	int rc = psc_live_start(c->live, err, len);
+
+	if (!rc)
+		rc = psc_live_watch(c->live, c->ch.ep, &c->ch, c->ch.ctx,
+				    c->world, c->ch.peers, c->ch.size);
+	/* The watch holds the monitor now (or nothing does). */
+	psc_live_release(c->live);
+	if (rc)
+		c->live = NULL;
+	c->owns_live = rc == 0;
+	return rc;
 }
 
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
@@ -141,6 +193,11 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	psc_chan_bind(&c->ch, ep);
 	snprintf(c->provider, sizeof(c->provider), "%s",
 		 psc_ep_provider(c->ch.ep));
+	if (strcmp(plan.spec, "none") != 0 &&
+	    (rc = live_open(c, &plan, err, sizeof(err))) != 0) {
+		psc_comm_set_error(c, "%s", err);
+		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_SYSTEM;
+	}
 	my_record(c, &me);
 	if (strcmp(plan.spec, "none") == 0)
 		return psc_ep_av_insert(c->ch.ep, me.addr, &c->ch.peers[0])
@@ -148,6 +205,12 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 			       : 0;
 	rc = psc_boot_exchange(&plan, &me, add_peer, c, &local, err,
 			       sizeof(err));
+	if (!rc && c->live)
+		rc = live_start(c, err, sizeof(err));
+	if (rc && c->live) {
+		psc_live_release(c->live);
+		c->live = NULL;
+	}
 	if (rc) {
 		psc_comm_set_error(c, "%s", err);
 		return bootstrap_err(rc);
@@ -164,12 +227,15 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 	if (!c)
 		return PS_COMM_ERR_NOMEM;
 	c->ch.peers = calloc((size_t)n, sizeof(*c->ch.peers));
-	if (!c->ch.peers) {
-		free(c);
+	c->world = calloc((size_t)n, sizeof(*c->world));
+	if (!c->ch.peers || !c->world) {
+		psc_comm_free(c);
 		return PS_COMM_ERR_NOMEM;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		c->ch.peers[i] = parent->ch.peers[ranks[i]];
+		c->world[i] = parent->world ? parent->world[ranks[i]] : -1;
+	}
 	psc_chan_bind(&c->ch, parent->ch.ep);
 	c->ch.rank = me;
 	c->ch.size = n;
@@ -177,6 +243,13 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 	c->params = parent->params;
 	c->op_timeout = parent->op_timeout;
 	memcpy(c->provider, parent->provider, sizeof(c->provider));
+	if (parent->live &&
+	    psc_live_watch(parent->live, c->ch.ep, &c->ch, ctx, c->world,
+			   c->ch.peers, n) != 0) {
+		psc_comm_free(c);
+		return PS_COMM_ERR_NOMEM;
+	}
+	c->live = parent->live;
 	psc_ep_hold(c->ch.ep);
 	*out = c;
 	return 0;
@@ -184,6 +257,11 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 
 void psc_comm_free(struct ps_comm *c)
 {
+	if (c->live)
+		psc_live_unwatch(c->live, &c->ch);
+	if (c->ch.ep)
+		psc_ep_forget_owner(c->ch.ep, &c->ch);
+	free(c->world);
 	free(c->ch.peers);
 	free(c);
 }

@@ -14,6 +14,7 @@
 
 #include "comm/comm.h"
 #include "fabric/topo.h"
+#include "live/live.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -43,6 +44,37 @@ int psc_comm_fail(struct ps_comm *c, int err, const char *msg)
 	return psc_err_from_fi(err);
 }
 
+int psc_comm_failure(struct ps_comm *c, int rc)
+{
+	char words[512] = "";
+	int failed = psc_ep_owner_failed(c->ch.ep, &c->ch, words,
+					 sizeof(words));
+
+	return psc_comm_fail(c, rc, failed == rc ? words : "");
+}
+
+/*
+ * An operation of c failed with a peer-class error (a CQ error, a broken
+ * connection) or was cancelled under us (rxm cancels what was queued on
+ * a connection that broke). The monitor usually knows which rank died
+ * by now, or within a moment, and has words naming it: the result is
+ * then c's failure. A peer error it does not learn of still fails c as
+ * a whole, with what the operation saw.
+ */
+static int peer_failure(struct ps_comm *c, int rc, char *msg, size_t len)
+{
+	int failed;
+
+	if (!c->live)
+		return rc;
+	failed = psc_ep_owner_failed(c->ch.ep, &c->ch, NULL, 0);
+	if (!failed)
+		psc_live_report(c->live, &c->ch,
+				psc_err_from_fi(rc) == PS_COMM_ERR_PEER, msg);
+	failed = psc_ep_owner_failed(c->ch.ep, &c->ch, msg, len);
+	return failed ? failed : rc;
+}
+
 double psc_comm_op_deadline(const struct ps_comm *c)
 {
 	return c->op_timeout > 0 ? psc_now() + c->op_timeout : 0;
@@ -57,6 +89,9 @@ int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,
 		status->error = psc_err_from_fi(status->error);
 	snprintf(msg, sizeof(msg), "%s", words ? words : "");
 	free(words);
+	if (psc_err_from_fi(rc) == PS_COMM_ERR_PEER ||
+	    psc_err_from_fi(rc) == PS_COMM_ERR_CANCELED)
+		rc = peer_failure(c, rc, msg, sizeof(msg));
 	if (rc == -ETIMEDOUT && !msg[0])
 		snprintf(msg, sizeof(msg), "%s timed out after "
 			 "PS_COMM_OP_TIMEOUT=%g s: %s", what, c->op_timeout,
@@ -118,10 +153,12 @@ static void log_settings(const struct ps_comm *c)
 /* Report an init failure on stderr-level log and free c. */
 static int init_fail(struct ps_comm *c, int rc)
 {
+	struct psc_ep *ep = c->ch.ep;
+
 	psc_log(PSC_LOG_ERROR, c->ch.rank, "ps_comm_init failed: %s: %s",
 		ps_comm_strerror(rc), c->last_error);
-	psc_ep_release(c->ch.ep);
 	psc_comm_free(c);
+	psc_ep_release(ep);
 	return rc;
 }
 
@@ -160,7 +197,7 @@ static bool all_done(void *arg)
 {
 	ps_comm_request_t *r = arg;
 
-	return psc_req_done(r[0]) && psc_req_done(r[1]);
+	return psc_req_settled(r[0]) && psc_req_settled(r[1]);
 }
 
 /*
@@ -197,33 +234,52 @@ static int finalize_barrier(struct ps_comm *c, double deadline)
 	return 0;
 }
 
+/*
+ * Collective, but never waits for a dead peer: a failed communicator
+ * skips the barrier, and a peer that dies during it fails it at once.
+ * Then the world's ranks leave the liveness star in good order.
+ */
 int ps_comm_finalize(ps_comm_t c)
 {
-	double deadline;
+	struct psc_ep *ep;
+	bool failed;
 	int rc = 0;
 
 	if (!c)
 		return PS_COMM_ERR_ARG;
-	deadline = psc_now() + (c->op_timeout > 0 ? c->op_timeout
-						  : c->params.timeout);
-	if (!c->ch.aborted && c->ch.size > 1) {
-		rc = psc_err_from_fi(finalize_barrier(c, deadline));
+	ep = c->ch.ep;
+	failed = c->ch.aborted || psc_ep_owner_failed(ep, &c->ch, NULL, 0);
+	if (!failed && c->ch.size > 1) {
+		rc = finalize_barrier(c, psc_comm_op_deadline(c));
+		rc = rc ? psc_comm_failure(c, rc) : 0;
 		if (rc)
 			psc_log(PSC_LOG_WARN, c->ch.rank, "finalize: barrier "
-				"failed (%s); closing anyway",
-				ps_comm_strerror(rc));
+				"failed (%s: %s); closing anyway",
+				ps_comm_strerror(rc), c->last_error);
 	}
-	psc_ep_cancel_owner(c->ch.ep, &c->ch, -FI_ECANCELED);
-	psc_ep_release(c->ch.ep);
+	/* Only the world's own communicator leaves the star. */
+	if (!failed && !rc && c->owns_live)
+		psc_live_leave(c->live);
+	psc_ep_cancel_owner(ep, &c->ch, -FI_ECANCELED);
 	psc_comm_free(c);
+	psc_ep_release(ep);
 	return rc;
 }
 
-int ps_comm_abort(ps_comm_t c)
+int ps_comm_abort(ps_comm_t c, int err)
 {
+	char words[160];
+
 	if (!c)
 		return PS_COMM_ERR_ARG;
+	snprintf(words, sizeof(words), "ps_comm_abort(%d: %s)", err,
+		 ps_comm_strerror(err));
 	psc_chan_abort(&c->ch);
+	if (c->live)
+		psc_live_abort(c->live, c->ch.ctx, words);
+	snprintf(words, sizeof(words), "this rank called ps_comm_abort(%d: "
+		 "%s)", err, ps_comm_strerror(err));
+	psc_ep_fail_owner(c->ch.ep, &c->ch, -ESHUTDOWN, words);
 	psc_ep_cancel_owner(c->ch.ep, &c->ch, -ESHUTDOWN);
 	return 0;
 }

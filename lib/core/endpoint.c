@@ -147,6 +147,8 @@ static void ep_close(struct psc_ep *ep)
 	free_requests(ep);
 	psc_fab_close(&ep->fab);
 	psc_sw_close(ep);
+	psc_fail_close(ep);
+	pthread_mutex_destroy(&ep->fail_lock);
 	pthread_mutex_destroy(&ep->src_lock);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
@@ -162,9 +164,11 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 		return -ENOMEM;
 	pthread_mutex_init(&ep->lock, NULL);
 	pthread_mutex_init(&ep->src_lock, NULL);
+	pthread_mutex_init(&ep->fail_lock, NULL);
 	ep->spin_us = cfg->params->spin_us;
 	rc = psc_fab_open(&ep->fab, cfg, err, len);
 	if (rc) {
+		pthread_mutex_destroy(&ep->fail_lock);
 		pthread_mutex_destroy(&ep->src_lock);
 		pthread_mutex_destroy(&ep->lock);
 		free(ep);

@@ -171,6 +171,42 @@ int psc_ep_run_sources(struct psc_ep *ep);
  */
 void psc_ep_with_sources(struct psc_ep *ep, void (*fn)(void *), void *arg);
 
+/* ------------------------------------------------------- failures */
+
+/*
+ * Fail owner (a communicator whose peer died, or that was aborted): from
+ * now on every wait on one of its requests that is not done ends with
+ * err (internal code) and a copy of words, and psc_ep_owner_failed
+ * reports it. The first failure of an owner wins. Never blocks on the
+ * endpoint lock and never calls libfabric, so any thread may call it,
+ * even while another one is stuck inside the provider.
+ */
+void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
+		       const char *words);
+
+/*
+ * owner's failure code, 0 if it has none; words (len > 0) receive its
+ * words. Costs one atomic load while no owner of ep failed.
+ */
+int psc_ep_owner_failed(struct psc_ep *ep, const void *owner, char *words,
+			size_t len);
+
+/* Drop owner's failure record (the owner is being freed). */
+void psc_ep_forget_owner(struct psc_ep *ep, const void *owner);
+
+/*
+ * What ep's lock holder is doing inside libfabric, read without any
+ * lock (the watchdog): seq is odd while a call is in progress, and the
+ * same odd value twice means the same call; call names it and addr is
+ * the peer it is for (FI_ADDR_UNSPEC: none).
+ */
+struct psc_ep_probe {
+	uint64_t seq;
+	const char *call;
+	fi_addr_t addr;
+};
+void psc_ep_probe(struct psc_ep *ep, struct psc_ep_probe *p);
+
 /*
  * User registrations (ps_comm_mem_register) on ep's MR cache. Take the
  * lock. Return 0 or an internal code (-ENOENT: not a handle of ep).

@@ -42,7 +42,40 @@ struct psc_ep {
 	pthread_mutex_t src_lock;
 	struct psc_prog_src *src_head;
 	int src_count;		       /* read without the lock */
+	/* Failed owners (fail.c), under fail_lock; fail_count is atomic. */
+	pthread_mutex_t fail_lock;
+	struct psc_owner_fail *fail_head;
+	int fail_count;
+	/*
+	 * The libfabric call in progress, for the watchdog (fail.c): written
+	 * by the lock holder with atomic stores, read by anyone. prov_seq
+	 * is odd while a call is inside the provider.
+	 */
+	uint64_t prov_seq;
+	const char *prov_call;
+	fi_addr_t prov_addr;
 };
+
+/*
+ * Bracket one libfabric call on ep (lock held): what it is and the peer
+ * it is for (FI_ADDR_UNSPEC: none), so the watchdog can name a thread
+ * that never comes back.
+ */
+static inline void psc_prov_enter(struct psc_ep *ep, const char *call,
+				   fi_addr_t addr)
+{
+	__atomic_store_n(&ep->prov_call, call, __ATOMIC_RELAXED);
+	__atomic_store_n(&ep->prov_addr, addr, __ATOMIC_RELAXED);
+	__atomic_store_n(&ep->prov_seq, ep->prov_seq + 1, __ATOMIC_RELEASE);
+}
+
+static inline void psc_prov_exit(struct psc_ep *ep)
+{
+	__atomic_store_n(&ep->prov_seq, ep->prov_seq + 1, __ATOMIC_RELEASE);
+}
+
+/* Free the failed-owner records at close. */
+void psc_fail_close(struct psc_ep *ep);
 
 /*
  * The process's open endpoints, which blocking waits also progress.

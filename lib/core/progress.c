@@ -123,7 +123,9 @@ static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
 
 	if (ep->post_limit[d] && ep->posted[d] >= ep->post_limit[d])
 		return -FI_EAGAIN;
+	psc_prov_enter(ep, d ? "a receive post" : "a send post", r->addr);
 	rc = post_one(ep, r, &injected);
+	psc_prov_exit(ep);
 	/* Registrations wait with a request that waits for its post. */
 	if (rc && rc != -FI_EAGAIN)
 		psc_mr_req_done(ep, r, 0);
@@ -241,10 +243,14 @@ static void handle_cq_error(struct psc_ep *ep)
 	struct ps_comm_request *r;
 	char detail[256], pbuf[128] = "";
 	const char *pstr;
+	ssize_t n;
 	int err;
 
 	memset(&e, 0, sizeof(e));
-	if (fi_cq_readerr(ep->fab.cq, &e, 0) < 0 || !e.op_context)
+	psc_prov_enter(ep, "fi_cq_readerr", FI_ADDR_UNSPEC);
+	n = fi_cq_readerr(ep->fab.cq, &e, 0);
+	psc_prov_exit(ep);
+	if (n < 0 || !e.op_context)
 		return;
 	r = req_of(e.op_context);
 	ep->posted[dir_of(r)]--;
@@ -293,7 +299,11 @@ int psc_progress(struct psc_ep *ep)
 
 	ep->in_progress = true;
 	for (;;) {
-		ssize_t n = fi_cq_read(ep->fab.cq, ev, CQ_BATCH);
+		ssize_t n;
+
+		psc_prov_enter(ep, "fi_cq_read", FI_ADDR_UNSPEC);
+		n = fi_cq_read(ep->fab.cq, ev, CQ_BATCH);
+		psc_prov_exit(ep);
 
 		if (n > 0) {
 			for (ssize_t i = 0; i < n; i++)
@@ -330,8 +340,11 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 			psc_req_complete(r, -FI_ECANCELED);
 		return;
 	}
-	if (r->state == PSC_REQ_POSTED)
+	if (r->state == PSC_REQ_POSTED) {
+		psc_prov_enter(ep, "fi_cancel", r->addr);
 		fi_cancel(&ep->fab.ep->fid, &r->fctx);
+		psc_prov_exit(ep);
+	}
 }
 
 /* Back off after `idle` fruitless rounds: yield 16 times, then sleep. */
@@ -374,7 +387,9 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		int rc;
 
 		pthread_mutex_lock(&ep->lock);
+		psc_prov_enter(ep, "fi_trywait", FI_ADDR_UNSPEC);
 		rc = fi_trywait(ep->fab.fabric, &f, 1);
+		psc_prov_exit(ep);
 		pthread_mutex_unlock(&ep->lock);
 		if (rc == 0) {
 			struct pollfd p = {.fd = ep->fab.wait_fd, .events = POLLIN};
@@ -389,7 +404,9 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		ssize_t n;
 
 		pthread_mutex_lock(&ep->lock);
+		psc_prov_enter(ep, "fi_cq_sread", FI_ADDR_UNSPEC);
 		n = fi_cq_sread(ep->fab.cq, &ev, 1, NULL, 1);
+		psc_prov_exit(ep);
 		if (n > 0)
 			handle_completion(ep, &ev);
 		else if (n == -FI_EAVAIL)

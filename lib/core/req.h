@@ -147,11 +147,18 @@ int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
 int psc_req_cancel(ps_comm_request_t *req);
 
 /*
+ * Whether waiting on r is over: it is done, or its owner failed
+ * (psc_ep_fail_owner). Needs no lock.
+ */
+bool psc_req_settled(struct ps_comm_request *r);
+
+/*
  * Wait for *req until deadline (psc_now() seconds, 0 = none), driving
- * progress. On completion reap it as psc_req_reap does. On timeout a
- * GENERIC request is aborted and reaped with its result; any other is
- * cancelled and abandoned, and -ETIMEDOUT returned. *req is NULL after,
- * in every case.
+ * progress. On completion reap it as psc_req_reap does. When its owner
+ * failed first, or the deadline passed, a GENERIC request is aborted
+ * with the failure's code (-ETIMEDOUT for the deadline) and reaped with
+ * its result; any other is cancelled and abandoned, and the code
+ * returned, with the failure's words. *req is NULL after, in every case.
  */
 int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 	     double deadline, char **words);

@@ -211,19 +211,50 @@ void psc_req_cancel_tree(struct ps_comm_request *r)
 	}
 }
 
+bool psc_req_settled(struct ps_comm_request *r)
+{
+	return psc_req_done(r) ||
+	       psc_ep_owner_failed(r->ep, r->owner, NULL, 0) != 0;
+}
+
+static bool req_settled_pred(void *arg)
+{
+	return psc_req_settled(arg);
+}
+
+/* words for the caller: the request's own, else the failure's. */
+static void give_words(char **words, char *mine, const char *fail)
+{
+	if (!words) {
+		free(mine);
+		return;
+	}
+	*words = mine ? mine : (fail[0] ? strdup(fail) : NULL);
+}
+
 int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 	     double deadline, char **words)
 {
 	struct ps_comm_request *r = *req;
 	struct psc_ep *ep = r->ep;
+	char fail[512] = "";
+	char *mine;
+	int err;
 
-	if (psc_ep_wait(ep, req_done_pred, r, deadline) == 0)
+	if (psc_ep_wait(ep, req_settled_pred, r, deadline) == 0 &&
+	    psc_req_done(r))
 		return reap(req, status, words);
+	/* Its owner failed (a peer died), or the deadline passed. */
+	err = psc_ep_owner_failed(ep, r->owner, fail, sizeof(fail));
+	if (!err)
+		err = -ETIMEDOUT;
 	if (r->ops && r->ops->abort) {
 		/* Its owner withdraws the pieces, then completes it. */
-		r->ops->abort(r, -ETIMEDOUT);
+		r->ops->abort(r, err);
 		psc_ep_wait(ep, req_done_pred, r, 0);
-		return reap(req, status, words);
+		err = reap(req, status, &mine);
+		give_words(words, mine, fail);
+		return err;
 	}
 	pthread_mutex_lock(&ep->lock);
 	if (psc_req_done(r)) {
@@ -234,10 +265,9 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 	psc_req_cancel_tree(r);
 	if (status) {
 		*status = r->status;
-		status->error = -ETIMEDOUT;
+		status->error = err;
 	}
-	if (words)
-		*words = NULL;
+	give_words(words, NULL, fail);
 	/* A queued request is cancelled at once: free it now. */
 	if (psc_req_done(r))
 		psc_req_free(r);
@@ -245,7 +275,7 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 		r->abandoned = true;
 	pthread_mutex_unlock(&ep->lock);
 	*req = NULL;
-	return -ETIMEDOUT;
+	return err;
 }
 
 int psc_req_cancel(ps_comm_request_t *req)

@@ -86,13 +86,20 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 
 /*
  * A new request of ch for a send or receive, or an error: -ESHUTDOWN
- * once the channel is aborted, -ENOMEM. Lock held.
+ * once the channel is aborted, the failure's code and words once it
+ * failed (a peer died: nothing more enters the provider for it),
+ * -ENOMEM. Lock held.
  */
 static int chan_req(struct psc_chan *ch, enum psc_req_kind kind,
-		    struct ps_comm_request **out)
+		    struct ps_comm_request **out, char *err, size_t elen)
 {
+	int rc;
+
 	if (ch->aborted)
 		return -ESHUTDOWN;
+	rc = psc_ep_owner_failed(ch->ep, ch, err, elen);
+	if (rc)
+		return rc;
 	*out = psc_req_alloc(ch->ep, ch, kind);
 	return *out ? 0 : -ENOMEM;
 }
@@ -130,7 +137,7 @@ int psc_isend_to(struct psc_chan *ch, unsigned proto, const void *buf,
 
 	pthread_mutex_lock(ch->lock);
 	rc = chan_req(ch, len > ch->single ? PSC_REQ_PARENT : PSC_REQ_SEND,
-		      &r);
+		      &r, err, elen);
 	if (rc) {
 		pthread_mutex_unlock(ch->lock);
 		return rc;
@@ -162,7 +169,7 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 	int rc;
 
 	pthread_mutex_lock(ch->lock);
-	rc = chan_req(ch, PSC_REQ_RECV, &r);
+	rc = chan_req(ch, PSC_REQ_RECV, &r, err, elen);
 	if (rc) {
 		pthread_mutex_unlock(ch->lock);
 		return rc;

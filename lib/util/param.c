@@ -113,6 +113,30 @@ static int param_set(struct psc_params *p, const struct psc_param_desc *d,
 	return -EINVAL;
 }
 
+/* Limits where 0 would mean "fail at once": refuse them, saying why. */
+static int check_positive(const struct psc_params *p, char *err, size_t len)
+{
+	if (p->timeout <= 0) {
+		snprintf(err, len, "PS_COMM_TIMEOUT=%g: the bootstrap needs a "
+			 "positive number of seconds to wait for the other "
+			 "ranks (default 120; dead ranks are detected sooner "
+			 "anyway)", p->timeout);
+		return -EINVAL;
+	}
+	if (p->peer_timeout <= 0) {
+		snprintf(err, len, "PS_COMM_PEER_TIMEOUT=%g: a peer needs a "
+			 "positive number of seconds of silence before it "
+			 "counts as dead (default 30)", p->peer_timeout);
+		return -EINVAL;
+	}
+	if (p->watchdog != 0 && p->watchdog != 1) {
+		snprintf(err, len, "PS_COMM_WATCHDOG=%d is not 0 or 1",
+			 p->watchdog);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 int psc_params_load(struct psc_params *p, char *err, size_t len)
 {
 	memset(p, 0, sizeof(*p));
@@ -135,7 +159,7 @@ int psc_params_load(struct psc_params *p, char *err, size_t len)
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return check_positive(p, err, len);
 }
 
 void psc_param_format(const struct psc_params *p,

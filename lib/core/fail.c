@@ -1,0 +1,112 @@
+/*
+ * Failed owners and the watchdog's view of an endpoint. A communicator
+ * whose peer died is failed from whatever thread learnt it (the liveness
+ * monitor, usually), so recording a failure touches only fail_lock,
+ * which is never held across a libfabric call: a thread stuck inside
+ * the provider with the endpoint lock cannot block it. Waits and posts
+ * look the failure up and end with it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/ep_int.h"
+
+struct psc_owner_fail {
+	const void *owner;
+	int err;
+	char *words;
+	struct psc_owner_fail *next;
+};
+
+/* owner's record, or NULL. fail_lock held. */
+static struct psc_owner_fail *find(struct psc_ep *ep, const void *owner)
+{
+	for (struct psc_owner_fail *f = ep->fail_head; f; f = f->next)
+		if (f->owner == owner)
+			return f;
+	return NULL;
+}
+
+void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
+		       const char *words)
+{
+	struct psc_owner_fail *f;
+
+	pthread_mutex_lock(&ep->fail_lock);
+	if (find(ep, owner)) {
+		pthread_mutex_unlock(&ep->fail_lock);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f) {
+		f->owner = owner;
+		f->err = err;
+		f->words = strdup(words ? words : "");
+		f->next = ep->fail_head;
+		ep->fail_head = f;
+		__atomic_add_fetch(&ep->fail_count, 1, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&ep->fail_lock);
+}
+
+int psc_ep_owner_failed(struct psc_ep *ep, const void *owner, char *words,
+			size_t len)
+{
+	struct psc_owner_fail *f;
+	int err = 0;
+
+	if (!__atomic_load_n(&ep->fail_count, __ATOMIC_ACQUIRE))
+		return 0;
+	pthread_mutex_lock(&ep->fail_lock);
+	f = find(ep, owner);
+	if (f) {
+		err = f->err;
+		if (len)
+			snprintf(words, len, "%s", f->words ? f->words : "");
+	}
+	pthread_mutex_unlock(&ep->fail_lock);
+	return err;
+}
+
+void psc_ep_forget_owner(struct psc_ep *ep, const void *owner)
+{
+	struct psc_owner_fail **pp, *f = NULL;
+
+	if (!__atomic_load_n(&ep->fail_count, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&ep->fail_lock);
+	for (pp = &ep->fail_head; *pp; pp = &(*pp)->next)
+		if ((*pp)->owner == owner) {
+			f = *pp;
+			*pp = f->next;
+			__atomic_sub_fetch(&ep->fail_count, 1,
+					   __ATOMIC_RELEASE);
+			break;
+		}
+	pthread_mutex_unlock(&ep->fail_lock);
+	if (f) {
+		free(f->words);
+		free(f);
+	}
+}
+
+void psc_fail_close(struct psc_ep *ep)
+{
+	while (ep->fail_head) {
+		struct psc_owner_fail *f = ep->fail_head;
+
+		ep->fail_head = f->next;
+		free(f->words);
+		free(f);
+	}
+	ep->fail_count = 0;
+}
+
+void psc_ep_probe(struct psc_ep *ep, struct psc_ep_probe *p)
+{
+	p->seq = __atomic_load_n(&ep->prov_seq, __ATOMIC_ACQUIRE);
+	p->call = __atomic_load_n(&ep->prov_call, __ATOMIC_RELAXED);
+	p->addr = __atomic_load_n(&ep->prov_addr, __ATOMIC_RELAXED);
+}

@@ -1,0 +1,907 @@
+/*
+ * The liveness monitor of a world communicator (contract in live.h).
+ *
+ * Wire format on a star link, both ways: frames of an 8-byte header
+ * (type, 0, payload length as 16 bits, rank as 32 bits, big-endian) and
+ * at most FRAME_MAX bytes of payload. HELLO (rank: the sender; payload:
+ * rank 0's token from its record) opens a link; BEAT says "alive"; DEAD
+ * (rank: the dead one; payload: the words) reports or relays a death;
+ * BYE says the sender leaves in good order; ABORT (rank: the sender;
+ * payload: context id, 32 bits, then words) relays ps_comm_abort.
+ *
+ * l->lock guards all the state. The monitor thread holds it except in
+ * poll(); other threads take it for short calls. Socket writes never
+ * block (a peer that reads nothing for long is dead by its silence), so
+ * holding the lock across them is fine. Only the monitor thread, or a
+ * caller once it stopped, closes descriptors.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "live/live.h"
+#include "util/log.h"
+#include "util/util.h"
+
+enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT };
+
+#define HDR 8
+#define FRAME_MAX 480
+#define UNBOUND_MAX 16	      /* links that did not say HELLO yet */
+#define UNBOUND_S 5.0	      /* ... and how long they may take */
+#define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
+#define TICK_MS 100	      /* the thread's period: checks, watchdog */
+
+enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
+
+struct peer {
+	char host[64];
+	char addr[80];	      /* rank 0: its listener, "ip:port" */
+	uint64_t token;	      /* rank 0: what a HELLO must carry */
+	char proc[96];	      /* kernel and pid namespace */
+	int pid;
+	int pidfd;	      /* same kernel and pid namespace, else -1 */
+	enum peer_state state;
+	char *dead;	      /* words of its death */
+};
+
+struct link {
+	int fd;
+	int rank;	      /* -1 until its HELLO */
+	double since, last_rx, last_tx;
+	size_t inlen;
+	uint8_t in[HDR + FRAME_MAX];
+};
+
+struct watch {
+	struct psc_ep *ep;
+	const void *owner;
+	uint32_t ctx;
+	int n;
+	int *world;
+	fi_addr_t *addrs;
+	bool failed;
+	struct psc_ep_probe last; /* watchdog: the call seen last */
+	double since;		  /* ... first seen at */
+	struct watch *next;
+};
+
+struct psc_live {
+	struct psc_live_config cfg;
+	struct psc_iface iface;
+	double beat;
+	int listen_fd;
+	char addr[80];
+	uint64_t token;
+	char proc[96];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool running, stop, left;
+	int wake[2];
+	int refs;
+	double started;
+	struct peer *peers;
+	struct link *links;
+	int nlinks, maxlinks;
+	struct watch *watches;
+};
+
+/* ---------------------------------------------------------- helpers */
+
+/* "<boot id>/<pid namespace>": processes that can watch each other. */
+static void proc_identity(char *buf, size_t len)
+{
+	char boot[64] = "", ns[64] = "";
+	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	ssize_t n;
+
+	if (f) {
+		if (!fgets(boot, sizeof(boot), f))
+			boot[0] = '\0';
+		fclose(f);
+		boot[strcspn(boot, "\n")] = '\0';
+	}
+	n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
+	ns[n > 0 ? n : 0] = '\0';
+	snprintf(buf, len, "%s/%s", boot[0] ? boot : "-", ns[0] ? ns : "-");
+}
+
+static int pidfd_open(int pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* Send one frame without blocking; false when the link is broken. */
+static bool send_frame(struct link *k, int type, int rank, const void *pl,
+		       size_t plen)
+{
+	uint8_t f[HDR + FRAME_MAX];
+	ssize_t n;
+
+	plen = PSC_MIN(plen, (size_t)FRAME_MAX);
+	f[0] = (uint8_t)type;
+	f[1] = 0;
+	psc_be_put(f + 2, plen, 2);
+	psc_be_put(f + 4, (uint32_t)rank, 4);
+	if (plen)
+		memcpy(f + HDR, pl, plen);
+	n = send(k->fd, f, HDR + plen, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
+		/* A partial frame would garble the stream: a full buffer
+		 * this far means the peer reads nothing, so it is lost. */
+		if (n >= 0 && (size_t)n != HDR + plen)
+			return false;
+		k->last_tx = psc_now();
+		return true;
+	}
+	return false;
+}
+
+static struct link *link_of(struct psc_live *l, int rank)
+{
+	for (int i = 0; i < l->nlinks; i++)
+		if (l->links[i].fd >= 0 && l->links[i].rank == rank)
+			return &l->links[i];
+	return NULL;
+}
+
+static void wake_thread(struct psc_live *l)
+{
+	char c = 0;
+
+	if (write(l->wake[1], &c, 1) < 0) {
+		/* Full pipe: the thread wakes anyway. */
+	}
+}
+
+/* ----------------------------------------------------------- deaths */
+
+static int first_dead(const struct psc_live *l, bool local_only);
+
+/* Fail every watched communicator with a rank in world (r; -1: all). */
+static void fail_watches(struct psc_live *l, int r, int err,
+			 const char *words)
+{
+	for (struct watch *w = l->watches; w; w = w->next) {
+		bool member = r < 0;
+
+		for (int i = 0; i < w->n && !member; i++)
+			member = w->world[i] == r;
+		if (!member || w->failed)
+			continue;
+		w->failed = true;
+		psc_ep_fail_owner(w->ep, w->owner, err, words);
+	}
+}
+
+/*
+ * Close k; its slot stays (fd -1) until compact() runs, so indices and
+ * pointers stay valid while frames and events are being handled.
+ */
+static void close_link(struct link *k)
+{
+	close(k->fd);
+	k->fd = -1;
+	k->rank = -1;
+}
+
+static void compact(struct psc_live *l)
+{
+	int n = 0;
+
+	for (int i = 0; i < l->nlinks; i++)
+		if (l->links[i].fd >= 0)
+			l->links[n++] = l->links[i];
+	l->nlinks = n;
+}
+
+/*
+ * Record that rank r died, with words naming it; relay it (rank 0) or
+ * report it to rank 0 (local evidence). Lock held.
+ */
+static void mark_dead(struct psc_live *l, int r, const char *words,
+		      bool relayed)
+{
+	struct peer *p;
+	struct link *k;
+
+	if (r < 0 || r >= l->cfg.size || l->left)
+		return;
+	if (r == l->cfg.rank) {
+		/* Rank 0 gave this rank up (it was silent too long). */
+		char w[FRAME_MAX + 64];
+
+		snprintf(w, sizeof(w), "rank 0 gave this rank up: %s", words);
+		fail_watches(l, -1, -ECONNRESET, w);
+		return;
+	}
+	p = &l->peers[r];
+	if (p->state == P_DEAD || p->state == P_LEFT)
+		return;
+	p->state = P_DEAD;
+	p->dead = strdup(words);
+	/* The first death matters; the rest mostly follow from it. */
+	psc_log(first_dead(l, false) == r ? PSC_LOG_WARN : PSC_LOG_INFO,
+		l->cfg.rank, "%s", words);
+	fail_watches(l, r, -ECONNRESET, words);
+	if (l->cfg.rank == 0) {
+		for (int i = 0; i < l->nlinks; i++)
+			if (l->links[i].rank > 0 && l->links[i].rank != r)
+				send_frame(&l->links[i], F_DEAD, r, words,
+					   strlen(words));
+	} else if (!relayed && (k = link_of(l, 0)) != NULL) {
+		send_frame(k, F_DEAD, r, words, strlen(words));
+	}
+	if ((k = link_of(l, r)) != NULL)
+		close_link(k);
+	if (p->pidfd >= 0) {
+		close(p->pidfd);
+		p->pidfd = -1;
+	}
+	pthread_cond_broadcast(&l->cond);
+}
+
+/* mark_dead with words built from rank r's identity and the evidence. */
+static void peer_died(struct psc_live *l, int r, const char *evidence)
+{
+	char w[FRAME_MAX];
+	const struct peer *p = &l->peers[r];
+
+	snprintf(w, sizeof(w), "rank %d (host %s, pid %d) %s, seen by rank %d",
+		 r, p->host, p->pid, evidence, l->cfg.rank);
+	mark_dead(l, r, w, false);
+}
+
+/* A link broke: its peer is dead unless it said goodbye. Lock held. */
+static void link_lost(struct psc_live *l, struct link *k, const char *why)
+{
+	int r = k->rank;
+
+	close_link(k);
+	if (r >= 0 && l->peers[r].state != P_LEFT)
+		peer_died(l, r, why);
+}
+
+/* Fail the watched communicator ctx: rank `from` aborted it. */
+static void aborted(struct psc_live *l, int from, const uint8_t *pl,
+		    size_t plen)
+{
+	char w[FRAME_MAX + 64];
+	uint32_t ctx;
+
+	if (plen < 4)
+		return;
+	ctx = (uint32_t)psc_be_get(pl, 4);
+	snprintf(w, sizeof(w), "rank %d aborted the communicator: %.*s", from,
+		 (int)(plen - 4), (const char *)pl + 4);
+	for (struct watch *w2 = l->watches; w2; w2 = w2->next)
+		if (w2->ctx == ctx && !w2->failed) {
+			w2->failed = true;
+			psc_ep_fail_owner(w2->ep, w2->owner, -ESHUTDOWN, w);
+		}
+	if (l->cfg.rank == 0)
+		for (int i = 0; i < l->nlinks; i++)
+			if (l->links[i].rank > 0 && l->links[i].rank != from)
+				send_frame(&l->links[i], F_ABORT, from, pl,
+					   plen);
+}
+
+/* -------------------------------------------------------- receiving */
+
+/* A HELLO on an unbound link (rank 0): bind it, or false to drop it. */
+static bool hello(struct psc_live *l, struct link *k, int r,
+		  const uint8_t *pl, size_t plen)
+{
+	if (plen != 8 || psc_be_get(pl, 8) != l->token || r <= 0 ||
+	    r >= l->cfg.size || l->peers[r].state != P_PENDING)
+		return false;
+	k->rank = r;
+	l->peers[r].state = P_UP;
+	psc_log(PSC_LOG_DEBUG, 0, "liveness: rank %d joined", r);
+	return true;
+}
+
+/* Handle one frame; false when the link must go. Lock held. */
+static bool frame(struct psc_live *l, struct link *k, int type, int r,
+		  const uint8_t *pl, size_t plen)
+{
+	char w[FRAME_MAX + 1];
+
+	if (k->rank < 0)
+		return type == F_HELLO && hello(l, k, r, pl, plen);
+	switch (type) {
+	case F_BEAT:
+		return true;
+	case F_DEAD:
+		snprintf(w, sizeof(w), "%.*s", (int)plen, (const char *)pl);
+		mark_dead(l, r, w, k->rank == 0);
+		return true;
+	case F_BYE:
+		l->peers[k->rank].state = P_LEFT;
+		pthread_cond_broadcast(&l->cond);
+		return true;
+	case F_ABORT:
+		aborted(l, k->rank, pl, plen);
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Read what k has and handle whole frames. Lock held. */
+static void link_read(struct psc_live *l, struct link *k)
+{
+	for (;;) {
+		ssize_t n = recv(k->fd, k->in + k->inlen,
+				 sizeof(k->in) - k->inlen, MSG_DONTWAIT);
+		size_t off = 0;
+
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			link_lost(l, k, "died or is unreachable: its liveness "
+				  "connection closed without a goodbye");
+			return;
+		}
+		if (n < 0)
+			return;
+		k->inlen += (size_t)n;
+		k->last_rx = psc_now();
+		while (k->inlen - off >= HDR) {
+			const uint8_t *f = k->in + off;
+			size_t plen = psc_be_get(f + 2, 2);
+			int r = (int)psc_be_get(f + 4, 4);
+
+			if (plen > FRAME_MAX) {
+				link_lost(l, k, "sent a malformed liveness "
+					  "frame");
+				return;
+			}
+			if (k->inlen - off < HDR + plen)
+				break;
+			if (!frame(l, k, f[0], r, f + HDR, plen)) {
+				link_lost(l, k, "sent an unexpected liveness "
+					  "frame");
+				return;
+			}
+			/* A DEAD frame may have closed this very link. */
+			if (k->fd < 0)
+				return;
+			off += HDR + plen;
+		}
+		memmove(k->in, k->in + off, k->inlen - off);
+		k->inlen -= off;
+	}
+}
+
+/* Rank 0: take a new connection; it must say HELLO soon. Lock held. */
+static void accept_link(struct psc_live *l)
+{
+	int fd = accept4(l->listen_fd, NULL, NULL,
+			 SOCK_NONBLOCK | SOCK_CLOEXEC);
+	int unbound = 0;
+
+	if (fd < 0)
+		return;
+	for (int i = 0; i < l->nlinks; i++)
+		unbound += l->links[i].fd >= 0 && l->links[i].rank < 0;
+	if (unbound >= UNBOUND_MAX || l->nlinks >= l->maxlinks) {
+		close(fd);
+		return;
+	}
+	memset(&l->links[l->nlinks], 0, sizeof(l->links[0]));
+	l->links[l->nlinks].fd = fd;
+	l->links[l->nlinks].rank = -1;
+	l->links[l->nlinks].since = psc_now();
+	l->links[l->nlinks].last_rx = psc_now();
+	l->nlinks++;
+}
+
+/* ---------------------------------------------------------- watchdog */
+
+/* The world rank that fabric address a of watch w stands for, or -1. */
+static int rank_of_addr(const struct watch *w, fi_addr_t a)
+{
+	for (int i = 0; a != FI_ADDR_UNSPEC && i < w->n; i++)
+		if (w->addrs[i] == a)
+			return w->world[i];
+	return -1;
+}
+
+static int first_dead(const struct psc_live *l, bool local_only)
+{
+	for (int r = 0; r < l->cfg.size; r++)
+		if (l->peers[r].state == P_DEAD &&
+		    (!local_only || strcmp(l->peers[r].proc, l->proc) == 0))
+			return r;
+	return -1;
+}
+
+/* A thread will never come back from the provider: say why, and exit. */
+static void fatal(struct psc_live *l, const struct watch *w,
+		  const struct psc_ep_probe *p, double secs)
+{
+	int r = rank_of_addr(w, p->addr);
+	char peer[64] = "";
+
+	if (r >= 0)
+		snprintf(peer, sizeof(peer), " for rank %d", r);
+	if (r < 0 || l->peers[r].state != P_DEAD)
+		r = first_dead(l, false);
+	psc_log(PSC_LOG_ERROR, l->cfg.rank, "fatal: a thread has been inside "
+		"%s%s on provider %s for %.1f s and will not come back: %s: "
+		"%s; exiting with status %d (PS_COMM_WATCHDOG=0 disables "
+		"this)", p->call ? p->call : "libfabric", peer,
+		psc_ep_provider(w->ep), secs, ps_comm_strerror(PS_COMM_ERR_PEER),
+		r >= 0 ? l->peers[r].dead : "no peer is known dead",
+		PSC_LIVE_EXIT);
+	_exit(PSC_LIVE_EXIT);
+}
+
+/* Sample every watched endpoint's libfabric call. Lock held. */
+static void watchdog(struct psc_live *l, double now)
+{
+	double limit = first_dead(l, true) >= 0
+			       ? PSC_MIN(STUCK_DEAD_S, l->cfg.timeout)
+			       : l->cfg.timeout;
+
+	for (struct watch *w = l->watches; w; w = w->next) {
+		struct psc_ep_probe p;
+
+		psc_ep_probe(w->ep, &p);
+		if (!(p.seq & 1) || p.seq != w->last.seq) {
+			w->last = p;
+			w->since = now;
+		} else if (now - w->since >= limit) {
+			fatal(l, w, &p, now - w->since);
+		}
+	}
+}
+
+/* ------------------------------------------------------- the thread */
+
+/* Heartbeats, silences, late joiners, the watchdog. Lock held. */
+static void tick(struct psc_live *l, double now)
+{
+	char why[128];
+
+	for (int i = 0; i < l->nlinks; i++) {
+		struct link *k = &l->links[i];
+
+		if (k->fd < 0)
+			continue;
+		if (k->rank < 0) {
+			if (now - k->since > UNBOUND_S)
+				close_link(k);
+			continue;
+		}
+		if (!l->left && l->peers[k->rank].state == P_UP &&
+		    now - k->last_rx > l->cfg.timeout) {
+			snprintf(why, sizeof(why), "is unresponsive: no "
+				 "heartbeat for %.1f s (PS_COMM_PEER_TIMEOUT"
+				 "=%g)", now - k->last_rx, l->cfg.timeout);
+			link_lost(l, k, why);
+		} else if (now - k->last_tx >= l->beat &&
+			   !send_frame(k, F_BEAT, l->cfg.rank, NULL, 0)) {
+			link_lost(l, k, "died or is unreachable: its liveness "
+				  "connection broke");
+		}
+	}
+	if (l->cfg.rank == 0 && now - l->started > l->cfg.timeout)
+		for (int r = 1; r < l->cfg.size; r++)
+			if (l->peers[r].state == P_PENDING)
+				peer_died(l, r, "never connected to rank 0's "
+					  "liveness monitor");
+	if (l->cfg.watchdog)
+		watchdog(l, now);
+}
+
+/* Poll set slots: 0 wake pipe, 1 listener, then pidfds, then links. */
+static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
+{
+	int n = 0;
+
+	compact(l);
+	pf[n] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
+	who[n++] = -1;
+	pf[n] = (struct pollfd){.fd = l->listen_fd, .events = POLLIN};
+	who[n++] = -2;
+	/* A process's exit is better evidence than its link's end. */
+	for (int r = 0; r < l->cfg.size; r++)
+		if (l->peers[r].pidfd >= 0) {
+			pf[n] = (struct pollfd){.fd = l->peers[r].pidfd,
+						.events = POLLIN};
+			who[n++] = l->maxlinks + r;
+		}
+	for (int i = 0; i < l->nlinks; i++) {
+		pf[n] = (struct pollfd){.fd = l->links[i].fd, .events = POLLIN};
+		who[n++] = i;
+	}
+	return n;
+}
+
+static void *run(void *arg)
+{
+	struct psc_live *l = arg;
+	size_t cap = 2 + (size_t)l->maxlinks + (size_t)l->cfg.size;
+	struct pollfd *pf = calloc(cap, sizeof(*pf));
+	int *who = calloc(cap, sizeof(*who));
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop && pf && who) {
+		int n = pollset(l, pf, who);
+
+		pthread_mutex_unlock(&l->lock);
+		n = poll(pf, (nfds_t)n, TICK_MS) > 0 ? n : 0;
+		pthread_mutex_lock(&l->lock);
+		for (int i = 0; i < n; i++) {
+			if (!pf[i].revents)
+				continue;
+			if (who[i] == -1) {
+				char buf[64];
+
+				while (read(l->wake[0], buf, sizeof(buf)) > 0)
+					;
+			} else if (who[i] == -2) {
+				accept_link(l);
+			} else if (who[i] < l->maxlinks) {
+				/* Closed meanwhile: its slot says fd -1. */
+				if (l->links[who[i]].fd == pf[i].fd)
+					link_read(l, &l->links[who[i]]);
+			} else if (l->peers[who[i] - l->maxlinks].pidfd ==
+				   pf[i].fd) {
+				peer_died(l, who[i] - l->maxlinks,
+					  "died: its process exited");
+			}
+		}
+		tick(l, psc_now());
+	}
+	pthread_mutex_unlock(&l->lock);
+	free(pf);
+	free(who);
+	return NULL;
+}
+
+/* ------------------------------------------------------------ the API */
+
+int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
+		  char *err, size_t len)
+{
+	struct psc_live *l = calloc(1, sizeof(*l));
+	char addr[80];
+
+	*out = NULL;
+	if (!l || !(l->peers = calloc((size_t)cfg->size, sizeof(*l->peers)))) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->cfg = *cfg;
+	l->iface = *cfg->iface;
+	l->cfg.iface = &l->iface;
+	l->beat = PSC_MAX(0.05, PSC_MIN(2.0, cfg->timeout / 5));
+	l->listen_fd = l->wake[0] = l->wake[1] = -1;
+	l->refs = 1;
+	l->maxlinks = cfg->rank == 0 ? cfg->size + UNBOUND_MAX : 1;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	for (int r = 0; r < cfg->size; r++)
+		l->peers[r].pidfd = -1;
+	proc_identity(l->proc, sizeof(l->proc));
+	l->links = calloc((size_t)l->maxlinks, sizeof(*l->links));
+	if (!l->links || pipe2(l->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
+	    getrandom(&l->token, sizeof(l->token), 0) != sizeof(l->token)) {
+		snprintf(err, len, "liveness monitor: %s", strerror(errno));
+		psc_live_release(l);
+		return -ENOMEM;
+	}
+	snprintf(l->addr, sizeof(l->addr), "-");
+	if (cfg->rank == 0) {
+		struct sockaddr_storage ss = l->iface.addr;
+		int fd = psc_listen(&ss, l->iface.addrlen, cfg->port_range);
+
+		if (fd < 0) {
+			snprintf(err, len, "liveness monitor: listening on %s "
+				 "failed: %s", l->iface.addrstr,
+				 strerror(-fd));
+			psc_live_release(l);
+			return fd;
+		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		l->listen_fd = fd;
+		psc_sockaddr_str((struct sockaddr *)&ss, addr, sizeof(addr));
+		snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	}
+	*out = l;
+	return 0;
+}
+
+void psc_live_self(const struct psc_live *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s,%016llx,%s,%d", l->addr,
+		 (unsigned long long)l->token, l->proc, (int)getpid());
+}
+
+int psc_live_peer(struct psc_live *l, int r, const char *host,
+		  const char *text, char *err, size_t len)
+{
+	struct peer *p = &l->peers[r];
+	unsigned long long token;
+
+	if (sscanf(text, "%79[^,],%16llx,%95[^,],%d", p->addr, &token,
+		   p->proc, &p->pid) != 4 || p->pid <= 0 ||
+	    (r == 0 && strcmp(p->addr, "-") == 0)) {
+		snprintf(err, len, "rank %d (%s) sent a malformed liveness "
+			 "record", r, host);
+		return -EPROTO;
+	}
+	p->token = token;
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	return 0;
+}
+
+/* Rank other than 0: connect and say HELLO. */
+static int join(struct psc_live *l, char *err, size_t len)
+{
+	struct peer *root = &l->peers[0];
+	struct sockaddr_storage ss;
+	struct psc_hostport hp;
+	socklen_t sl;
+	uint8_t tok[8];
+	int fd, last = 0;
+
+	if (psc_hostport_parse(root->addr, &hp) != 0 ||
+	    psc_resolve(&hp, &ss, &sl, err, len) != 0) {
+		snprintf(err, len, "rank 0 (host %s) published a bad liveness "
+			 "address \"%s\"", root->host, root->addr);
+		return -EPROTO;
+	}
+	fd = psc_connect_retry((struct sockaddr *)&ss, sl,
+			       psc_now() + l->cfg.timeout, &last);
+	if (fd < 0) {
+		snprintf(err, len, "rank 0 (host %s, pid %d) died or is "
+			 "unreachable: connecting to its liveness monitor at "
+			 "%s failed: %s", root->host, root->pid, root->addr,
+			 strerror(last));
+		return -ECONNRESET;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	l->links[0] = (struct link){.fd = fd, .rank = 0, .since = psc_now(),
+				    .last_rx = psc_now()};
+	l->nlinks = 1;
+	psc_be_put(tok, root->token, 8);
+	if (!send_frame(&l->links[0], F_HELLO, l->cfg.rank, tok, 8)) {
+		snprintf(err, len, "rank 0 (host %s, pid %d) died: its "
+			 "liveness connection closed at once", root->host,
+			 root->pid);
+		return -ECONNRESET;
+	}
+	l->peers[0].state = P_UP;
+	return 0;
+}
+
+int psc_live_start(struct psc_live *l, char *err, size_t len)
+{
+	int rc = 0, gone = -1;
+
+	if (l->cfg.rank != 0) {
+		rc = join(l, err, len);
+		if (rc)
+			return rc;
+	}
+	l->token = l->peers[0].token;
+	/* Peers this kernel can watch die. */
+	for (int r = 0; r < l->cfg.size; r++) {
+		struct peer *p = &l->peers[r];
+
+		if (r == l->cfg.rank || strcmp(p->proc, l->proc) != 0)
+			continue;
+		p->pidfd = pidfd_open(p->pid);
+		if (p->pidfd < 0 && errno == ESRCH && gone < 0)
+			gone = r;
+	}
+	pthread_mutex_lock(&l->lock);
+	l->started = psc_now();
+	if (gone >= 0)
+		peer_died(l, gone, "died: its process is gone");
+	rc = pthread_create(&l->thread, NULL, run, l);
+	l->running = rc == 0;
+	pthread_mutex_unlock(&l->lock);
+	if (rc) {
+		snprintf(err, len, "liveness monitor: pthread_create: %s",
+			 strerror(rc));
+		return -rc;
+	}
+	return 0;
+}
+
+int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
+		   uint32_t ctx, const int *world, const fi_addr_t *addrs,
+		   int n)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+
+	if (w) {
+		w->world = malloc((size_t)n * sizeof(*w->world));
+		w->addrs = malloc((size_t)n * sizeof(*w->addrs));
+	}
+	if (!w || !w->world || !w->addrs) {
+		if (w) {
+			free(w->world);
+			free(w->addrs);
+		}
+		free(w);
+		return -ENOMEM;
+	}
+	memcpy(w->world, world, (size_t)n * sizeof(*w->world));
+	memcpy(w->addrs, addrs, (size_t)n * sizeof(*w->addrs));
+	w->ep = ep;
+	w->owner = owner;
+	w->ctx = ctx;
+	w->n = n;
+	pthread_mutex_lock(&l->lock);
+	w->next = l->watches;
+	l->watches = w;
+	l->refs++;
+	/* A rank that died already fails the newcomer at once. */
+	for (int i = 0; i < n && !w->failed; i++)
+		if (l->peers[world[i]].state == P_DEAD) {
+			w->failed = true;
+			psc_ep_fail_owner(ep, owner, -ECONNRESET,
+					  l->peers[world[i]].dead);
+		}
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+void psc_live_unwatch(struct psc_live *l, const void *owner)
+{
+	struct watch **pp, *w = NULL;
+
+	pthread_mutex_lock(&l->lock);
+	for (pp = &l->watches; *pp; pp = &(*pp)->next)
+		if ((*pp)->owner == owner) {
+			w = *pp;
+			*pp = w->next;
+			break;
+		}
+	pthread_mutex_unlock(&l->lock);
+	if (!w)
+		return;
+	free(w->world);
+	free(w->addrs);
+	free(w);
+	psc_live_release(l);
+}
+
+/* Whether a rank of owner's watch is known dead. Lock held. */
+static bool owner_has_dead(struct psc_live *l, const void *owner)
+{
+	for (struct watch *w = l->watches; w; w = w->next)
+		if (w->owner == owner)
+			for (int i = 0; i < w->n; i++)
+				if (l->peers[w->world[i]].state == P_DEAD)
+					return true;
+	return false;
+}
+
+bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
+		     const char *evidence)
+{
+	double until = psc_now() + PSC_MIN(1.0, l->cfg.timeout);
+	bool known;
+
+	pthread_mutex_lock(&l->lock);
+	while (!(known = owner_has_dead(l, owner)) && psc_now() < until) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20 * 1000 * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&l->cond, &l->lock, &ts);
+	}
+	/* Nobody knows of a death: fail it with what this rank saw. */
+	for (struct watch *w = l->watches; w && fail && !known; w = w->next)
+		if (w->owner == owner && !w->failed) {
+			w->failed = true;
+			psc_ep_fail_owner(w->ep, owner, -ECONNRESET, evidence);
+		}
+	pthread_mutex_unlock(&l->lock);
+	return known;
+}
+
+void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
+{
+	uint8_t pl[FRAME_MAX];
+	size_t wl = PSC_MIN(strlen(words), sizeof(pl) - 4);
+
+	psc_be_put(pl, ctx, 4);
+	memcpy(pl + 4, words, wl);
+	pthread_mutex_lock(&l->lock);
+	for (int i = 0; i < l->nlinks; i++)
+		if (l->links[i].rank >= 0)
+			send_frame(&l->links[i], F_ABORT, l->cfg.rank, pl,
+				   4 + wl);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Whether every other rank left or died. Lock held. */
+static bool all_gone(const struct psc_live *l)
+{
+	for (int r = 1; r < l->cfg.size; r++)
+		if (l->peers[r].state == P_UP || l->peers[r].state == P_PENDING)
+			return false;
+	return true;
+}
+
+void psc_live_leave(struct psc_live *l)
+{
+	struct timespec ts;
+
+	pthread_mutex_lock(&l->lock);
+	if (l->cfg.rank == 0) {
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += (time_t)l->cfg.timeout + 1;
+		while (!all_gone(l) &&
+		       pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
+			;
+		if (!all_gone(l))
+			psc_log(PSC_LOG_WARN, 0, "finalize: some ranks did not "
+				"say goodbye within PS_COMM_PEER_TIMEOUT=%g s",
+				l->cfg.timeout);
+	}
+	for (int i = 0; i < l->nlinks; i++)
+		if (l->links[i].rank >= 0)
+			send_frame(&l->links[i], F_BYE, l->cfg.rank, NULL, 0);
+	l->left = true;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void psc_live_release(struct psc_live *l)
+{
+	bool last;
+
+	pthread_mutex_lock(&l->lock);
+	last = --l->refs == 0;
+	l->stop = last;
+	pthread_mutex_unlock(&l->lock);
+	if (!last)
+		return;
+	if (l->running) {
+		wake_thread(l);
+		pthread_join(l->thread, NULL);
+	}
+	for (int i = 0; i < l->nlinks; i++)
+		close(l->links[i].fd);
+	for (int r = 0; r < l->cfg.size; r++) {
+		if (l->peers[r].pidfd >= 0)
+			close(l->peers[r].pidfd);
+		free(l->peers[r].dead);
+	}
+	if (l->listen_fd >= 0)
+		close(l->listen_fd);
+	if (l->wake[0] >= 0) {
+		close(l->wake[0]);
+		close(l->wake[1]);
+	}
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l->links);
+	free(l->peers);
+	free(l);
+}

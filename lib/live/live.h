@@ -1,0 +1,102 @@
+/*
+ * Liveness: which ranks of a world communicator are alive, judged by
+ * evidence and never by how long an operation takes. Each world
+ * communicator runs one monitor thread. The ranks form a star around
+ * rank 0 over TCP: every link carries a heartbeat both ways, a link that
+ * closes without a goodbye or stays silent for PS_COMM_PEER_TIMEOUT is a
+ * dead peer, and rank 0 relays each death to the others. Peers in the
+ * same kernel are also watched through pidfds, so their death is known
+ * at once. A death fails every watched communicator that contains the
+ * rank (psc_ep_fail_owner), which ends its waits and posts.
+ *
+ * The same thread is the watchdog: a thread that stays inside one
+ * libfabric call for PS_COMM_PEER_TIMEOUT (1 s once a node-local peer is
+ * known dead) can never be brought back, so the process prints what it
+ * was doing and for which peer, and exits with PSC_LIVE_EXIT.
+ *
+ * Functions return 0 or a negative errno with words in err. Every one is
+ * thread-safe.
+ */
+#ifndef PSC_LIVE_H
+#define PSC_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/ep.h"
+#include "net/net.h"
+
+/* Exit status of a process ended by the watchdog. */
+#define PSC_LIVE_EXIT 75
+
+struct psc_live;
+
+struct psc_live_config {
+	int rank, size;
+	double timeout;		    /* PS_COMM_PEER_TIMEOUT, > 0 */
+	bool watchdog;		    /* PS_COMM_WATCHDOG */
+	const struct psc_iface *iface; /* rank 0 listens there */
+	const char *port_range;	    /* PS_COMM_PORT_RANGE */
+};
+
+/*
+ * A monitor for this rank, held once by the caller; rank 0 starts
+ * listening. Nothing runs until psc_live_start.
+ */
+int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
+		  char *err, size_t len);
+
+/* Drop a hold; the last one stops the thread and frees l. */
+void psc_live_release(struct psc_live *l);
+
+/* This rank's part of its bootstrap record, as text. */
+void psc_live_self(const struct psc_live *l, char *buf, size_t len);
+
+/*
+ * Rank r's part of its record (text from psc_live_self) and host name,
+ * for every rank, this one included. Returns 0 or -EPROTO.
+ */
+int psc_live_peer(struct psc_live *l, int r, const char *host,
+		  const char *text, char *err, size_t len);
+
+/*
+ * Join the star once every peer is known: ranks other than 0 connect to
+ * rank 0 (-ECONNRESET when it is gone), then the thread starts.
+ */
+int psc_live_start(struct psc_live *l, char *err, size_t len);
+
+/*
+ * Watch a communicator: owner on ep, context id ctx, with n ranks whose
+ * world ranks are world[i] and fabric addresses addrs[i] (both copied).
+ * A death among them fails owner with -ECONNRESET; an abort of ctx by
+ * any rank fails it with -ESHUTDOWN. Each watch holds the monitor.
+ */
+int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
+		   uint32_t ctx, const int *world, const fi_addr_t *addrs,
+		   int n);
+
+/* Stop watching owner and drop its hold (the last one frees l). */
+void psc_live_unwatch(struct psc_live *l, const void *owner);
+
+/*
+ * An operation of owner failed in a way that suggests a dead peer, which
+ * one unknown: wait up to a second for the monitor to learn of a death
+ * among owner's ranks (which fails owner). If none is known by then and
+ * fail is set, fail owner with evidence as its words. Returns whether a
+ * death is known.
+ */
+bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
+		     const char *evidence);
+
+/* ps_comm_abort: tell every rank, through rank 0, that ctx is aborted. */
+void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words);
+
+/*
+ * This rank leaves in good order (after the finalize barrier): a
+ * goodbye, so its closing is no death; rank 0 first waits, bounded by
+ * the timeout, for every other rank's goodbye, since it relays deaths.
+ */
+void psc_live_leave(struct psc_live *l);
+
+#endif /* PSC_LIVE_H */
