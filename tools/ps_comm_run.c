@@ -7,7 +7,11 @@
  * FI_PROVIDER), then treats the ranks as one job: the first rank that fails,
  * a timeout or an interrupt stops all of them, so a broken test can neither
  * leave processes behind nor hang the build.  Each rank runs in its own
- * process group, so stopping it also reaches whatever it started.
+ * process group, so stopping it also reaches whatever it started, and dies
+ * with the launcher even if the launcher is killed.  Faults are named
+ * precisely: the rank that failed first and how (the real signal, as the
+ * Omni-Path/TrueScale PSM backtrace handlers are switched off), what the
+ * others did after it, and which ranks are stopped rather than running.
  *
  * The launcher does not use the library on purpose: it has to keep working
  * while the library is broken, which is exactly when it matters most.
@@ -34,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -51,9 +56,12 @@ enum {
 };
 
 #define KILL_GRACE_S 2.0	/* from SIGTERM to SIGKILL */
+#define FAIL_GRACE_S 1.0	/* default time from a failure to SIGTERM */
+#define PEER_SLACK_S 5.0	/* added to PS_COMM_OP_TIMEOUT for --grace */
 #define SKIP_GRACE_S 2.0	/* for the other ranks to skip as well */
 #define DRAIN_S 1.0		/* bound on reading output after the end */
 #define NO_TIME 0.0		/* unset deadline; CLOCK_MONOTONIC is past it */
+#define LABEL_MAX 80		/* how a rank ended, or its state, as text */
 
 static const char progname[] = "ps_comm_run";
 
@@ -61,6 +69,7 @@ struct options {
 	int nranks;
 	const char *provider;	/* NULL: leave FI_PROVIDER alone */
 	double timeout;		/* seconds; 0: none */
+	double grace;		/* seconds from a failure to SIGTERM */
 	bool tag_output;
 	char **argv;		/* PROG and its arguments */
 };
@@ -80,13 +89,25 @@ struct rank {
 	int id;
 	pid_t pid;		/* also its process group */
 	bool running;		/* started and not reaped yet */
+	int stop_sig;		/* the signal that stopped it; 0: not stopped */
+	int stop_at_fail;	/* stop_sig when the first failure came */
+	int sent;		/* the last signal we sent it, 0 if none */
+	int status;		/* its wait status, once reaped */
+	int end_seq;		/* 1 for the first rank reaped, ...; 0 before */
 	struct stream out, err;
 };
 
 struct job {
 	struct options opt;
 	struct rank *ranks;
+	pid_t launcher;		/* our pid, for the children's check */
+	double t0;		/* when the ranks were started */
 	int nrunning;
+	int nended;		/* ranks reaped so far */
+	int first_fail;		/* the first rank to fail, or -1 */
+	int fail_code;		/* our exit status once a rank failed */
+	double fail_at;		/* when, relative to t0 */
+	double grace_end;	/* then when the others are stopped */
 	int nskipped;		/* ranks that exited 77 */
 	int first_skip;		/* the first of them, or -1 */
 	double deadline;	/* end of --timeout */
@@ -95,6 +116,7 @@ struct job {
 	int stop_code;		/* our exit status once stopping */
 	double kill_at;		/* when stopping turns into SIGKILL */
 	bool interrupted;	/* a SIGINT/SIGTERM/SIGHUP reached us */
+	char (*label)[LABEL_MAX]; /* per rank, for messages; see put_groups */
 	struct pollfd *pfd;	/* [0] is the self-pipe, then streams */
 	struct stream **pstream; /* the stream behind each pfd[i], i > 0 */
 };
@@ -111,20 +133,31 @@ static bool nofile_changed;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s -n N [--provider P] [--timeout S] [--tag-output]"
-		" [--] PROG [ARGS...]\n"
+		"usage: %s -n N [--provider P] [--timeout S] [--grace S]"
+		" [--tag-output]\n"
+		"       [--] PROG [ARGS...]\n"
 		"Start N local ranks of PROG as one pscomm job.\n"
 		"  -n, --np N       number of ranks (1 to %d)\n"
 		"  --provider P     set FI_PROVIDER=P for the ranks\n"
 		"  --timeout S      kill the ranks after S seconds"
 		" (fractions allowed;\n"
 		"                   0 means none); exit 124\n"
+		"  --grace S        after a rank fails, give the others S"
+		" seconds to exit\n"
+		"                   on their own before SIGTERM (default:"
+		" PS_COMM_OP_TIMEOUT\n"
+		"                   + %g if that is set, else %g)\n"
 		"  --tag-output     prefix each line of output with \"[R] \"\n"
 		"  -h, --help       show this help\n"
+		"Ranks get HFI_NO_BACKTRACE=1 and IPATH_NO_BACKTRACE=1 unless"
+		" set, so that\n"
+		"a crash shows as its signal; ranks die with the launcher.\n"
+		"The last line names the first rank to fail and what the"
+		" others did next.\n"
 		"Exit status: 0 if all ranks exit 0, 77 if all exit 77,"
 		" else that of the\n"
 		"first rank to fail (128+N for signal N); 2 for bad usage.\n",
-		progname, MAX_RANKS);
+		progname, MAX_RANKS, PEER_SLACK_S, FAIL_GRACE_S);
 }
 
 static _Noreturn void __attribute__((format(printf, 1, 2)))
@@ -184,6 +217,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "np", required_argument, NULL, 'n' },
 		{ "provider", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "grace", required_argument, NULL, 'g' },
 		{ "tag-output", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -191,6 +225,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	memset(o, 0, sizeof *o);
+	o->grace = -1;
 	opterr = 0;
 	/* '+': stop at PROG, whose options are its own. */
 	while ((c = getopt_long(argc, argv, "+:hn:", longopts, NULL)) != -1) {
@@ -208,6 +243,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 't':
 			if (!parse_seconds(optarg, &o->timeout))
 				usage_error("bad timeout '%s'", optarg);
+			break;
+		case 'g':
+			if (!parse_seconds(optarg, &o->grace))
+				usage_error("bad grace period '%s'", optarg);
 			break;
 		case 'T':
 			o->tag_output = true;
@@ -229,6 +268,19 @@ static void parse_options(int argc, char **argv, struct options *o)
 	if (optind >= argc)
 		usage_error("missing program to run");
 	o->argv = argv + optind;
+}
+
+/* The default --grace: pscomm ranks give up on a dead peer within
+ * PS_COMM_OP_TIMEOUT; its own default (minutes) is too long to hold a
+ * broken job, so without it the others get a moment only. */
+static double default_grace(void)
+{
+	const char *s = getenv("PS_COMM_OP_TIMEOUT");
+	double t;
+
+	if (s && parse_seconds(s, &t) && t > 0)
+		return t + PEER_SLACK_S;
+	return FAIL_GRACE_S;
 }
 
 /* The first port of the kernel's ephemeral range (Linux's default 32768). */
@@ -305,6 +357,10 @@ static bool setup_env(const struct options *o)
 	setenv("PS_COMM_SIZE", buf, 1);
 	if (o->provider)
 		setenv("FI_PROVIDER", o->provider, 1);
+	/* PSM's handlers turn SIGSEGV, SIGBUS, ... into a backtrace and
+	 * exit(1), which hides the signal; they test only for presence. */
+	setenv("HFI_NO_BACKTRACE", "1", 0);
+	setenv("IPATH_NO_BACKTRACE", "1", 0);
 	return true;
 }
 
@@ -364,8 +420,8 @@ static bool install_signals(void)
 		/* An ignored SIGINT (a background job) stays ignored. */
 		if (sig != SIGCHLD && saved_action[i].sa_handler == SIG_IGN)
 			continue;
+		/* SIGCHLD also for stopped ranks: they are reported. */
 		sa.sa_handler = sig == SIGPIPE ? SIG_IGN : on_signal;
-		sa.sa_flags = sig == SIGCHLD ? SA_NOCLDSTOP : 0;
 		sigaction(sig, &sa, NULL);
 	}
 	return true;
@@ -404,6 +460,10 @@ static _Noreturn void exec_rank(const struct job *job, const struct rank *r,
 	char buf[16];
 
 	setpgid(0, 0);
+	/* Die with the launcher; if it died before this, nobody would. */
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != job->launcher)
+		_exit(EXIT_NOEXEC);
 	restore_process_state();
 	if (out >= 0 && (dup2(out, STDOUT_FILENO) < 0 ||
 			 dup2(err, STDERR_FILENO) < 0))
@@ -488,16 +548,27 @@ static bool start_rank(struct job *job, struct rank *r)
 	return true;
 }
 
-/* Send sig to every running rank's process group. */
-static void signal_ranks(const struct job *job, int sig)
+static void kill_rank(const struct rank *r, int sig)
+{
+	if (kill(-r->pid, sig))
+		kill(r->pid, sig);
+}
+
+/* Send sig to every running rank's process group.  A stopped process acts
+ * on no signal but SIGKILL until it is continued, so SIGCONT follows. */
+static void signal_ranks(struct job *job, int sig)
 {
 	int i;
 
 	for (i = 0; i < job->opt.nranks; i++) {
-		const struct rank *r = &job->ranks[i];
+		struct rank *r = &job->ranks[i];
 
-		if (r->running && kill(-r->pid, sig))
-			kill(r->pid, sig);
+		if (!r->running)
+			continue;
+		kill_rank(r, sig);
+		if (sig != SIGKILL)
+			kill_rank(r, SIGCONT);
+		r->sent = sig;
 	}
 }
 
@@ -639,19 +710,24 @@ static void stream_read(struct stream *s)
 	stream_put_lines(s);
 }
 
+/* The earlier of two deadlines, either of which may be NO_TIME. */
+static double earlier(double a, double b)
+{
+	if (a == NO_TIME)
+		return b;
+	return b == NO_TIME || a < b ? a : b;
+}
+
 /* Milliseconds until the next deadline, for poll(); -1 if there is none. */
 static int poll_timeout_ms(const struct job *job)
 {
-	double next = NO_TIME, ms;
+	double next, ms;
 
-	if (job->stopping) {
+	if (job->stopping)
 		next = job->kill_at;
-	} else {
-		next = job->deadline;
-		if (job->skip_at != NO_TIME &&
-		    (next == NO_TIME || job->skip_at < next))
-			next = job->skip_at;
-	}
+	else
+		next = earlier(job->deadline,
+			       earlier(job->skip_at, job->grace_end));
 	if (next == NO_TIME)
 		return -1;
 	ms = (next - now()) * 1000.0 + 1;	/* +1: never wake too early */
@@ -691,18 +767,184 @@ static int poll_once(struct job *job, int ms)
 	return ready;
 }
 
+/* The short name of the signals we send or that can stop a rank. */
 static const char *signal_name(int sig)
 {
-	switch (sig) {
-	case SIGINT:
-		return "SIGINT";
-	case SIGTERM:
-		return "SIGTERM";
-	case SIGHUP:
-		return "SIGHUP";
-	default:
-		return "a signal";
+	static const struct {
+		int sig;
+		const char *name;
+	} names[] = {
+		{ SIGINT, "SIGINT" },	{ SIGTERM, "SIGTERM" },
+		{ SIGHUP, "SIGHUP" },	{ SIGKILL, "SIGKILL" },
+		{ SIGSTOP, "SIGSTOP" }, { SIGTSTP, "SIGTSTP" },
+		{ SIGTTIN, "SIGTTIN" }, { SIGTTOU, "SIGTTOU" },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (names[i].sig == sig)
+			return names[i].name;
+	return "a signal";
+}
+
+/*
+ * Messages are built in memory and written at once, so that they do not
+ * mix with the ranks' output.  msg_begin() starts one with our name and
+ * returns false if out of memory; msg_end() writes and frees it.
+ */
+struct msg {
+	FILE *f;
+	char *buf;
+	size_t len;
+};
+
+static bool msg_begin(struct msg *m)
+{
+	m->buf = NULL;
+	m->f = open_memstream(&m->buf, &m->len);
+	if (m->f)
+		fprintf(m->f, "%s: ", progname);
+	return m->f != NULL;
+}
+
+static void msg_end(struct msg *m)
+{
+	fputc('\n', m->f);
+	if (!fclose(m->f))
+		write_all(STDERR_FILENO, m->buf, m->len);
+	free(m->buf);
+}
+
+static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
+{
+	struct msg m;
+	va_list ap;
+
+	if (!msg_begin(&m))
+		return;
+	va_start(ap, fmt);
+	vfprintf(m.f, fmt, ap);
+	va_end(ap);
+	msg_end(&m);
+}
+
+/* Describe how r ended, e.g. "killed by signal 11 (Segmentation fault)". */
+static void describe_end(const struct rank *r, char *buf, size_t n)
+{
+	int st = r->status, sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+
+	if (sig && sig == r->sent)
+		snprintf(buf, n, "killed by the launcher's %s",
+			 signal_name(sig));
+	else if (sig)
+		snprintf(buf, n, "killed by signal %d (%s)%s", sig,
+			 strsignal(sig), WCOREDUMP(st) ? ", core dumped" : "");
+	else
+		snprintf(buf, n, "exited with status %d%s%s",
+			 WEXITSTATUS(st), r->sent ? " after the launcher's " : "",
+			 r->sent ? signal_name(r->sent) : "");
+}
+
+/* Describe what a running rank is doing: "stopped (state T)" and so on,
+ * from /proc, which knows better than our last waitpid(). */
+static void describe_state(const struct rank *r, char *buf, size_t n)
+{
+	static const char *const what[128] = {
+		['R'] = "running",	['S'] = "sleeping",
+		['D'] = "in uninterruptible sleep",
+		['T'] = "stopped",	['t'] = "stopped by a debugger",
+		['Z'] = "exiting",
+	};
+	char path[64], line[512], *p;
+	int st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof path, "/proc/%ld/stat", (long)r->pid);
+	if ((f = fopen(path, "r"))) {
+		/* The name in parentheses may hold ')'; the state follows the
+		 * last one. */
+		if (fgets(line, sizeof line, f) && (p = strrchr(line, ')')) &&
+		    p[1] == ' ' && (unsigned char)p[2] < 128)
+			st = (unsigned char)p[2];
+		fclose(f);
 	}
+	if (!st)
+		snprintf(buf, n, "%s", r->stop_sig ? "stopped"
+						    : "running or sleeping");
+	else
+		snprintf(buf, n, "%s (state %c)", what[st] ? what[st] : "in a "
+			 "state", st);
+}
+
+/* Write ranks first..last (consecutive), after a comma unless the first. */
+static void put_run(FILE *f, int first, int last, bool *any)
+{
+	fputs(*any ? ", " : "", f);
+	if (first == last)
+		fprintf(f, "%d", first);
+	else
+		fprintf(f, last == first + 1 ? "%d, %d" : "%d-%d", first,
+			last);
+	*any = true;
+}
+
+/*
+ * Write the ranks whose label is not empty, grouped by label in the order
+ * of their first rank: "rank 2 L; ranks 0-1, 3 L'", with infix between
+ * the ranks and their label, and "; " before each group if sep_first, else
+ * between them.  The labels are used up (emptied), ready for the next.
+ */
+static void put_groups(FILE *f, char (*label)[LABEL_MAX], int n,
+		       const char *infix, bool sep_first)
+{
+	char cur[LABEL_MAX];
+	int i, j, start, prev, count;
+	bool any, first = true;
+
+	for (i = 0; i < n; i++) {
+		if (!label[i][0])
+			continue;
+		memcpy(cur, label[i], sizeof cur);
+		for (count = 0, j = i; j < n; j++)
+			count += !strcmp(label[j], cur);
+		fprintf(f, "%s%s ", sep_first || !first ? "; " : "",
+			count > 1 ? "ranks" : "rank");
+		any = false;
+		start = prev = -1;
+		for (j = i; j < n; j++) {
+			if (strcmp(label[j], cur))
+				continue;
+			label[j][0] = '\0';
+			if (start >= 0 && j == prev + 1) {
+				prev = j;
+				continue;
+			}
+			if (start >= 0)
+				put_run(f, start, prev, &any);
+			start = prev = j;
+		}
+		put_run(f, start, prev, &any);
+		fprintf(f, "%s%s", infix, cur);
+		first = false;
+	}
+}
+
+/* Say why the ranks still running are stopped, and what each is doing:
+ * a stopped rank is often why the others hang. */
+static void report_running(struct job *job, const char *why)
+{
+	struct msg m;
+	int i;
+
+	if (!msg_begin(&m))
+		return;
+	fprintf(m.f, "%s; stopping the ranks still running: ", why);
+	for (i = 0; i < job->opt.nranks; i++)
+		if (job->ranks[i].running)
+			describe_state(&job->ranks[i], job->label[i],
+				       LABEL_MAX);
+	put_groups(m.f, job->label, job->opt.nranks, " ", false);
+	msg_end(&m);
 }
 
 /* Pass a SIGINT/SIGTERM/SIGHUP on to the ranks and stop the job; a second
@@ -719,8 +961,7 @@ static void forward_signal(struct job *job, int sig)
 		signal_ranks(job, sig);
 		return;
 	}
-	fprintf(stderr, "%s: got %s; stopping the ranks\n", progname,
-		signal_name(sig));
+	say("got %s; stopping the ranks", signal_name(sig));
 	stop_job(job, 128 + sig, sig);
 }
 
@@ -736,25 +977,41 @@ static void handle_signals(struct job *job)
 	}
 }
 
-static void report_failure(const struct job *job, const struct rank *r,
-			   int status)
+/*
+ * Rank r is the first to fail, with our exit status code.  The others
+ * usually fail in turn, and their own messages (which peer, which call)
+ * are worth having: they get the grace period to end by themselves.
+ */
+static void first_failure(struct job *job, struct rank *r, int code)
 {
-	const char *tail = job->nrunning ? "; stopping the other ranks" : "";
+	char how[LABEL_MAX], tail[96] = "";
+	int i;
 
-	if (WIFEXITED(status))
-		fprintf(stderr, "%s: rank %d (pid %ld) exited with status "
-			"%d%s\n", progname, r->id, (long)r->pid,
-			WEXITSTATUS(status), tail);
+	job->first_fail = r->id;
+	job->fail_code = code;
+	job->fail_at = now() - job->t0;
+	for (i = 0; i < job->opt.nranks; i++)
+		job->ranks[i].stop_at_fail = job->ranks[i].stop_sig;
+	if (job->nrunning && job->opt.grace > 0)
+		snprintf(tail, sizeof tail, "; stopping the other ranks in "
+			 "%g s unless they exit first", job->opt.grace);
+	else if (job->nrunning)
+		snprintf(tail, sizeof tail, "; stopping the other ranks");
+	describe_end(r, how, sizeof how);
+	say("rank %d (pid %ld) %s%s", r->id, (long)r->pid, how, tail);
+	if (!job->nrunning)
+		return;
+	if (job->opt.grace > 0)
+		job->grace_end = now() + job->opt.grace;
 	else
-		fprintf(stderr, "%s: rank %d (pid %ld) was killed by signal "
-			"%d (%s)%s\n", progname, r->id, (long)r->pid,
-			WTERMSIG(status), strsignal(WTERMSIG(status)), tail);
+		stop_job(job, code, SIGTERM);
 }
 
 /*
- * Account for rank r's end.  A failure stops the job at once, except exit
- * 77: a rank that skips usually means all ranks are about to skip, so the
- * others get SKIP_GRACE_S to do so before they are stopped.
+ * Account for rank r's end.  A failure stops the job (after the grace
+ * period), except exit 77: a rank that skips usually means all ranks are
+ * about to skip, so the others get SKIP_GRACE_S to do so before they are
+ * stopped.
  */
 static void rank_exited(struct job *job, struct rank *r, int status)
 {
@@ -762,6 +1019,9 @@ static void rank_exited(struct job *job, struct rank *r, int status)
 				     : 128 + WTERMSIG(status);
 
 	r->running = false;
+	r->stop_sig = 0;
+	r->status = status;
+	r->end_seq = ++job->nended;
 	job->nrunning--;
 	if (WIFEXITED(status) && code == EXIT_SKIP) {
 		job->nskipped++;
@@ -771,10 +1031,25 @@ static void rank_exited(struct job *job, struct rank *r, int status)
 		}
 		return;
 	}
-	if (!code || job->stopping)
-		return;
-	report_failure(job, r, status);
-	stop_job(job, code, SIGTERM);
+	if (code && !job->stopping && job->first_fail < 0)
+		first_failure(job, r, code);
+}
+
+/* A stopped rank is not a failure, but the others will soon blame it. */
+static void rank_stopped(struct job *job, struct rank *r, int status)
+{
+	if (WIFSTOPPED(status)) {
+		r->stop_sig = WSTOPSIG(status);
+		if (!job->stopping)
+			say("rank %d (pid %ld) stopped by signal %d (%s); the "
+			    "others may fail naming it as unresponsive", r->id,
+			    (long)r->pid, r->stop_sig, signal_name(r->stop_sig));
+	} else {
+		r->stop_sig = 0;
+		if (!job->stopping)
+			say("rank %d (pid %ld) continued", r->id,
+			    (long)r->pid);
+	}
 }
 
 static struct rank *find_rank(struct job *job, pid_t pid)
@@ -793,35 +1068,21 @@ static void reap(struct job *job)
 	pid_t pid;
 	int status;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0)
-		if ((r = find_rank(job, pid)))
+	while ((pid = waitpid(-1, &status,
+			      WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
+		if (!(r = find_rank(job, pid)))
+			continue;
+		if (WIFSTOPPED(status) || WIFCONTINUED(status))
+			rank_stopped(job, r, status);
+		else
 			rank_exited(job, r, status);
-}
-
-static void report_timeout(const struct job *job)
-{
-	char *list = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&list, &len);
-	int i;
-
-	/* One write, so the line does not mix with the ranks' output. */
-	if (f) {
-		fprintf(f, "%s: timeout after %g s; killing ranks still "
-			"running:", progname, job->opt.timeout);
-		for (i = 0; i < job->opt.nranks; i++)
-			if (job->ranks[i].running)
-				fprintf(f, " %d", i);
-		fputc('\n', f);
-		fclose(f);
-		write_all(STDERR_FILENO, list, len);
 	}
-	free(list);
 }
 
 static void check_deadlines(struct job *job)
 {
 	double t = now();
+	char why[96];
 
 	if (!job->nrunning)
 		return;
@@ -831,16 +1092,57 @@ static void check_deadlines(struct job *job)
 			job->kill_at = NO_TIME;
 		}
 	} else if (job->deadline != NO_TIME && t >= job->deadline) {
-		report_timeout(job);
+		snprintf(why, sizeof why, "timeout after %g s",
+			 job->opt.timeout);
+		report_running(job, why);
 		stop_job(job, EXIT_TIMEOUT, SIGTERM);
+	} else if (job->first_fail >= 0) {
+		if (t < job->grace_end)
+			return;
+		snprintf(why, sizeof why, "%g s after rank %d failed",
+			 job->opt.grace, job->first_fail);
+		report_running(job, why);
+		stop_job(job, job->fail_code, SIGTERM);
 	} else if (job->skip_at != NO_TIME && t >= job->skip_at) {
 		const struct rank *r = &job->ranks[job->first_skip];
 
-		fprintf(stderr, "%s: rank %d (pid %ld) exited with status %d "
-			"but others still run; stopping them\n", progname,
-			r->id, (long)r->pid, EXIT_SKIP);
+		say("rank %d (pid %ld) exited with status %d but others "
+		    "still run; stopping them", r->id, (long)r->pid,
+		    EXIT_SKIP);
 		stop_job(job, EXIT_SKIP, SIGTERM);
 	}
+}
+
+/*
+ * The last line about a failed job: the first rank to fail, how and when,
+ * which ranks were stopped then (the likely cause of a hang), and how the
+ * others ended after it, grouped.
+ */
+static void report_summary(struct job *job)
+{
+	const struct rank *first = &job->ranks[job->first_fail];
+	char how[LABEL_MAX];
+	struct msg m;
+	int i, n = job->opt.nranks;
+
+	if (!msg_begin(&m))
+		return;
+	describe_end(first, how, sizeof how);
+	fprintf(m.f, "first failure: rank %d %s at +%.1f s", first->id, how,
+		job->fail_at);
+	for (i = 0; i < n; i++)
+		if (job->ranks[i].stop_at_fail)
+			snprintf(job->label[i], LABEL_MAX, "stopped by %s",
+				 signal_name(job->ranks[i].stop_at_fail));
+	put_groups(m.f, job->label, n, " had been ", true);
+	for (i = 0; i < n; i++) {
+		const struct rank *r = &job->ranks[i];
+
+		if (r->end_seq > first->end_seq)
+			describe_end(r, job->label[i], LABEL_MAX);
+	}
+	put_groups(m.f, job->label, n, " then ", true);
+	msg_end(&m);
 }
 
 /* As a last resort, when we cannot wait properly: kill and reap all. */
@@ -882,6 +1184,8 @@ static int exit_code(const struct job *job)
 {
 	if (job->nskipped == job->opt.nranks)
 		return EXIT_SKIP;
+	if (job->first_fail >= 0)
+		return job->fail_code;
 	if (job->stopping)
 		return job->stop_code;
 	return job->first_skip >= 0 ? EXIT_SKIP : 0;
@@ -894,10 +1198,12 @@ static bool job_init(struct job *job)
 	int i;
 
 	job->first_skip = -1;
+	job->first_fail = -1;
 	job->ranks = calloc(n, sizeof *job->ranks);
 	job->pfd = calloc(2 * n + 1, sizeof *job->pfd);
 	job->pstream = calloc(2 * n + 1, sizeof *job->pstream);
-	if (!job->ranks || !job->pfd || !job->pstream) {
+	job->label = calloc(n, sizeof *job->label);
+	if (!job->ranks || !job->pfd || !job->pstream || !job->label) {
 		fprintf(stderr, "%s: out of memory\n", progname);
 		return false;
 	}
@@ -922,6 +1228,7 @@ static void job_free(struct job *job)
 	free(job->ranks);
 	free(job->pfd);
 	free(job->pstream);
+	free(job->label);
 	close_pair(self_pipe);
 }
 
@@ -942,10 +1249,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s: pipe: %s\n", progname, strerror(errno));
 		goto out;
 	}
+	if (job.opt.grace < 0)
+		job.opt.grace = default_grace();
+	job.launcher = getpid();
+	job.t0 = now();
 	if (job.opt.timeout > 0)
-		job.deadline = now() + job.opt.timeout;
+		job.deadline = job.t0 + job.opt.timeout;
 	start_ranks(&job);
 	run(&job);
+	if (job.first_fail >= 0)
+		report_summary(&job);
 	code = exit_code(&job);
 out:
 	job_free(&job);

@@ -76,6 +76,59 @@ run_ranks() {
 	rm -f "$log"
 }
 
+# --- Launcher tests: the caller sets tmp to a scratch directory. ----------
+
+# run ARGS...: run the launcher, keeping its status in $rc, its output in
+# $tmp/out and $tmp/err and its duration in whole seconds in $secs.
+# shellcheck disable=SC2154
+run() {
+	t0=$(date +%s)
+	"$RUN" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	secs=$(($(date +%s) - t0))
+}
+
+# Wall-clock seconds are coarse, so "< 5" means "did not wait for a sleeping
+# rank", which would take 30 s or more.
+quick() {
+	[ "$secs" -lt 5 ]
+}
+
+# status_quick CODE: the last run ended with CODE, quickly.
+status_quick() {
+	[ "$rc" -eq "$1" ] && quick
+}
+
+# alive PID: PID runs.  Zombies count as dead: in containers whose init does
+# not reap, an orphan killed with its rank can stay a zombie for good.
+alive() {
+	kill -0 "$1" 2>/dev/null || return 1
+	if [ -r "/proc/$1/stat" ]; then
+		st=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)
+	else
+		st=$(ps -o stat= -p "$1" 2>/dev/null)
+	fi
+	case $st in
+	Z*) return 1 ;;
+	esac
+	return 0
+}
+
+# gone PIDFILE: none of the processes listed in PIDFILE runs within a second;
+# grandchildren die along with their rank, but not necessarily before it.
+gone() {
+	[ -s "$1" ] || return 1
+	while read -r p; do
+		n=0
+		while alive "$p"; do
+			[ "$n" -ge 10 ] && return 1
+			sleep 0.1
+			n=$((n + 1))
+		done
+	done <"$1"
+	return 0
+}
+
 # finish: the exit status automake expects.
 finish() {
 	echo "# $passes passed, $failures failed, $skips skipped"

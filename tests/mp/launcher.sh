@@ -19,66 +19,18 @@ if [ ! -x "$RUN" ]; then
 	exit 1
 fi
 
-# The ranks' view of these is what is under test.
-unset PS_COMM_ROOT FI_PROVIDER
+# The ranks' view of these is what is under test; PS_COMM_OP_TIMEOUT would
+# lengthen the grace period after a failure.
+unset PS_COMM_ROOT FI_PROVIDER PS_COMM_OP_TIMEOUT
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/launcher.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 failed=0
 
-# ok, not_ok and check come from common.sh.
+# ok, not_ok, check and the launcher helpers (run, quick, gone) come from
+# common.sh.
 . "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
-
-# run ARGS...: run the launcher, keeping its status in $rc, its output in
-# $tmp/out and $tmp/err and its duration in whole seconds in $secs.
-run() {
-	t0=$(date +%s)
-	"$RUN" "$@" >"$tmp/out" 2>"$tmp/err"
-	rc=$?
-	secs=$(($(date +%s) - t0))
-}
-
-# Wall-clock seconds are coarse, so "< 5" means "did not wait for a sleeping
-# rank", which would take 30 s or more.
-quick() {
-	[ "$secs" -lt 5 ]
-}
-
-# status_quick CODE: the last run ended with CODE, quickly.
-status_quick() {
-	[ "$rc" -eq "$1" ] && quick
-}
-
-# alive PID: PID runs.  Zombies count as dead: in containers whose init does
-# not reap, an orphan killed with its rank can stay a zombie for good.
-alive() {
-	kill -0 "$1" 2>/dev/null || return 1
-	if [ -r "/proc/$1/stat" ]; then
-		st=$(sed 's/.*) \(.\).*/\1/' "/proc/$1/stat" 2>/dev/null)
-	else
-		st=$(ps -o stat= -p "$1" 2>/dev/null)
-	fi
-	case $st in
-	Z*) return 1 ;;
-	esac
-	return 0
-}
-
-# gone PIDFILE: none of the processes listed in PIDFILE runs within a second;
-# grandchildren die along with their rank, but not necessarily before it.
-gone() {
-	[ -s "$1" ] || return 1
-	while read -r p; do
-		n=0
-		while alive "$p"; do
-			[ "$n" -ge 10 ] && return 1
-			sleep 0.1
-			n=$((n + 1))
-		done
-	done <"$1"
-	return 0
-}
 
 # --- environment -----------------------------------------------------------
 
@@ -157,13 +109,13 @@ run -n 4 --timeout 1 sh -c 'exec sleep 30'
 check "--timeout 1: status 124" [ "$rc" -eq 124 ]
 check "--timeout 1: quick" quick
 check "--timeout 1: message lists the ranks" \
-	grep -q 'timeout after 1 s; killing ranks still running: 0 1 2 3$' \
+	grep -q 'timeout after 1 s; stopping the ranks still running: ranks 0-3 [a-z]* (state [RS])$' \
 	"$tmp/err"
 
 run -n 2 --timeout=0.5 sh -c 'if [ "$PS_COMM_RANK" = 1 ]; then exit 0; fi
 	exec sleep 30'
 check "--timeout=0.5: only the running rank is listed" \
-	grep -q 'killing ranks still running: 0$' "$tmp/err"
+	grep -q 'still running: rank 0 [a-z]* (state [RS])$' "$tmp/err"
 
 run -n 2 --timeout 30 sh -c 'exit 0'
 check "a timeout that does not expire changes nothing" status_quick 0
