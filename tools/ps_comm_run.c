@@ -56,8 +56,7 @@ enum {
 };
 
 #define KILL_GRACE_S 2.0	/* from SIGTERM to SIGKILL */
-#define FAIL_GRACE_S 1.0	/* default time from a failure to SIGTERM */
-#define PEER_SLACK_S 5.0	/* added to PS_COMM_OP_TIMEOUT for --grace */
+#define FAIL_GRACE_S 3.0	/* default time from a failure to SIGTERM */
 #define SKIP_GRACE_S 2.0	/* for the other ranks to skip as well */
 #define DRAIN_S 1.0		/* bound on reading output after the end */
 #define NO_TIME 0.0		/* unset deadline; CLOCK_MONOTONIC is past it */
@@ -144,9 +143,8 @@ static void usage(FILE *f)
 		"                   0 means none); exit 124\n"
 		"  --grace S        after a rank fails, give the others S"
 		" seconds to exit\n"
-		"                   on their own before SIGTERM (default:"
-		" PS_COMM_OP_TIMEOUT\n"
-		"                   + %g if that is set, else %g)\n"
+		"                   on their own before SIGTERM (default"
+		" %g)\n"
 		"  --tag-output     prefix each line of output with \"[R] \"\n"
 		"  -h, --help       show this help\n"
 		"Ranks get HFI_NO_BACKTRACE=1 and IPATH_NO_BACKTRACE=1 unless"
@@ -157,7 +155,7 @@ static void usage(FILE *f)
 		"Exit status: 0 if all ranks exit 0, 77 if all exit 77,"
 		" else that of the\n"
 		"first rank to fail (128+N for signal N); 2 for bad usage.\n",
-		progname, MAX_RANKS, PEER_SLACK_S, FAIL_GRACE_S);
+		progname, MAX_RANKS, FAIL_GRACE_S);
 }
 
 static _Noreturn void __attribute__((format(printf, 1, 2)))
@@ -270,16 +268,13 @@ static void parse_options(int argc, char **argv, struct options *o)
 	o->argv = argv + optind;
 }
 
-/* The default --grace: pscomm ranks give up on a dead peer within
- * PS_COMM_OP_TIMEOUT; its own default (minutes) is too long to hold a
- * broken job, so without it the others get a moment only. */
+/*
+ * The default --grace. The ranks share this kernel, so pscomm ranks see
+ * a peer's death at once (pidfd) and a stuck one is ended by pscomm's
+ * watchdog within a second: a few seconds let every survivor report.
+ */
 static double default_grace(void)
 {
-	const char *s = getenv("PS_COMM_OP_TIMEOUT");
-	double t;
-
-	if (s && parse_seconds(s, &t) && t > 0)
-		return t + PEER_SLACK_S;
 	return FAIL_GRACE_S;
 }
 

@@ -6,8 +6,11 @@
  * at most FRAME_MAX bytes of payload. HELLO (rank: the sender; payload:
  * rank 0's token from its record) opens a link; BEAT says "alive"; DEAD
  * (rank: the dead one; payload: the words) reports or relays a death;
- * BYE says the sender leaves in good order; ABORT (rank: the sender;
- * payload: context id, 32 bits, then words) relays ps_comm_abort.
+ * BYE says the sender leaves in good order, and rank 0 answers it with
+ * its own BYE once it told the others with LEFT (rank: the one leaving),
+ * so that no rank mistakes the exit of a rank that finalized for a
+ * death; ABORT (rank: the sender; payload: context id, 32 bits, then
+ * words) relays ps_comm_abort.
  *
  * l->lock guards all the state. The monitor thread holds it except in
  * poll(); other threads take it for short calls. Socket writes never
@@ -31,7 +34,7 @@
 #include "util/log.h"
 #include "util/util.h"
 
-enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT };
+enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT };
 
 #define HDR 8
 #define FRAME_MAX 480
@@ -316,6 +319,21 @@ static bool hello(struct psc_live *l, struct link *k, int r,
 	return true;
 }
 
+/* Rank r left in good order: its exit is no death. Lock held. */
+static void left(struct psc_live *l, int r)
+{
+	struct peer *p = &l->peers[r];
+
+	if (p->state == P_DEAD)
+		return;
+	p->state = P_LEFT;
+	if (p->pidfd >= 0) {
+		close(p->pidfd);
+		p->pidfd = -1;
+	}
+	pthread_cond_broadcast(&l->cond);
+}
+
 /* Handle one frame; false when the link must go. Lock held. */
 static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		  const uint8_t *pl, size_t plen)
@@ -332,8 +350,19 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		mark_dead(l, r, w, k->rank == 0);
 		return true;
 	case F_BYE:
-		l->peers[k->rank].state = P_LEFT;
-		pthread_cond_broadcast(&l->cond);
+		left(l, k->rank);
+		if (l->cfg.rank == 0) {
+			for (int i = 0; i < l->nlinks; i++)
+				if (l->links[i].fd >= 0 &&
+				    l->links[i].rank > 0 && &l->links[i] != k)
+					send_frame(&l->links[i], F_LEFT,
+						   k->rank, NULL, 0);
+			send_frame(k, F_BYE, 0, NULL, 0);
+		}
+		return true;
+	case F_LEFT:
+		if (r > 0 && r < l->cfg.size && r != l->cfg.rank)
+			left(l, r);
 		return true;
 	case F_ABORT:
 		aborted(l, k->rank, pl, plen);
@@ -509,7 +538,7 @@ static void tick(struct psc_live *l, double now)
 		watchdog(l, now);
 }
 
-/* Poll set slots: 0 wake pipe, 1 listener, then pidfds, then links. */
+/* Poll set slots: 0 wake pipe, 1 listener, then links, then pidfds. */
 static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
 {
 	int n = 0;
@@ -519,17 +548,17 @@ static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
 	who[n++] = -1;
 	pf[n] = (struct pollfd){.fd = l->listen_fd, .events = POLLIN};
 	who[n++] = -2;
-	/* A process's exit is better evidence than its link's end. */
+	/* Links first: a LEFT notice must beat the exit it explains. */
+	for (int i = 0; i < l->nlinks; i++) {
+		pf[n] = (struct pollfd){.fd = l->links[i].fd, .events = POLLIN};
+		who[n++] = i;
+	}
 	for (int r = 0; r < l->cfg.size; r++)
 		if (l->peers[r].pidfd >= 0) {
 			pf[n] = (struct pollfd){.fd = l->peers[r].pidfd,
 						.events = POLLIN};
 			who[n++] = l->maxlinks + r;
 		}
-	for (int i = 0; i < l->nlinks; i++) {
-		pf[n] = (struct pollfd){.fd = l->links[i].fd, .events = POLLIN};
-		who[n++] = i;
-	}
 	return n;
 }
 
@@ -840,34 +869,42 @@ void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
 	pthread_mutex_unlock(&l->lock);
 }
 
-/* Whether every other rank left or died. Lock held. */
-static bool all_gone(const struct psc_live *l)
+/* Whether every rank of [lo, hi) left or died. Lock held. */
+static bool all_gone(const struct psc_live *l, int lo, int hi)
 {
-	for (int r = 1; r < l->cfg.size; r++)
-		if (l->peers[r].state == P_UP || l->peers[r].state == P_PENDING)
+	for (int r = lo; r < hi; r++)
+		if (r != l->cfg.rank && (l->peers[r].state == P_UP ||
+					 l->peers[r].state == P_PENDING))
 			return false;
 	return true;
 }
 
 void psc_live_leave(struct psc_live *l)
 {
+	bool root = l->cfg.rank == 0;
+	int lo = root ? 1 : 0, hi = root ? l->cfg.size : 1;
 	struct timespec ts;
+	struct link *k;
 
 	pthread_mutex_lock(&l->lock);
-	if (l->cfg.rank == 0) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_sec += (time_t)l->cfg.timeout + 1;
-		while (!all_gone(l) &&
-		       pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
-			;
-		if (!all_gone(l))
-			psc_log(PSC_LOG_WARN, 0, "finalize: some ranks did not "
-				"say goodbye within PS_COMM_PEER_TIMEOUT=%g s",
-				l->cfg.timeout);
-	}
-	for (int i = 0; i < l->nlinks; i++)
-		if (l->links[i].rank >= 0)
-			send_frame(&l->links[i], F_BYE, l->cfg.rank, NULL, 0);
+	/* Rank 0 relays deaths until all left; the others wait for its
+	 * answer, which comes once every rank knows they are leaving. */
+	if (!root && (k = link_of(l, 0)) != NULL)
+		send_frame(k, F_BYE, l->cfg.rank, NULL, 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)l->cfg.timeout + 1;
+	while (!all_gone(l, lo, hi) &&
+	       pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
+		;
+	if (!all_gone(l, lo, hi))
+		psc_log(PSC_LOG_WARN, l->cfg.rank, "finalize: %s within "
+			"PS_COMM_PEER_TIMEOUT=%g s", root ? "some ranks did "
+			"not say goodbye" : "rank 0 did not answer the goodbye",
+			l->cfg.timeout);
+	if (root)
+		for (int i = 0; i < l->nlinks; i++)
+			if (l->links[i].fd >= 0 && l->links[i].rank > 0)
+				send_frame(&l->links[i], F_BYE, 0, NULL, 0);
 	l->left = true;
 	pthread_mutex_unlock(&l->lock);
 }

@@ -244,8 +244,8 @@ for r in 0 1; do
 	check "e: rank 2 killed: rank $r fails" failed_with ek$r
 	check "e: rank 2 killed: rank $r fails fast (< 15 s, TIMEOUT 60)" \
 		within ek$r 15000
-	check "e: rank 2 killed: rank $r says disconnected during bootstrap" \
-		says_re ek$r err "rank 2 .*disconnected during bootstrap"
+	check "e: rank 2 killed: rank $r says it died during bootstrap" \
+		says_re ek$r err "rank 2 .*died during bootstrap"
 done
 
 e_run hello-and-die ed
@@ -254,8 +254,8 @@ for r in 0 1; do
 	check "e: rank 2 _exit: rank $r fails" failed_with ed$r
 	check "e: rank 2 _exit: rank $r fails fast (< 15 s, TIMEOUT 60)" \
 		within ed$r 15000
-	check "e: rank 2 _exit: rank $r says disconnected during bootstrap" \
-		says_re ed$r err "rank 2 .*disconnected during bootstrap"
+	check "e: rank 2 _exit: rank $r says it died during bootstrap" \
+		says_re ed$r err "rank 2 .*died during bootstrap"
 done
 
 # --- f: settings that must agree ----------------------------------------------
@@ -279,7 +279,7 @@ for r in 0 1; do
 done
 # Rank 0's own failed bootstrap must not be reported as a rank leaving.
 check "f: PS_COMM_DETERMINISTIC differs: rank 0 does not blame rank 0" \
-	not_says fd0 err "rank 0 \\(.*disconnected during bootstrap"
+	not_says fd0 err "rank 0 \\(.*died during bootstrap"
 
 free_port
 env_f="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
@@ -298,7 +298,7 @@ for r in 0 1; do
 		says_re fp$r err "rank $o .*provider .*here vs .*there"
 done
 check "f: FI_PROVIDER tcp vs udp: rank 0 does not blame rank 0" \
-	not_says fp0 err "rank 0 \\(.*disconnected during bootstrap"
+	not_says fp0 err "rank 0 \\(.*died during bootstrap"
 
 # --- g: an interface that does not exist --------------------------------------
 

@@ -19,8 +19,7 @@ if [ ! -x "$RUN" ]; then
 	exit 1
 fi
 
-# The ranks' view of these is what is under test; PS_COMM_OP_TIMEOUT would
-# lengthen the grace period after a failure.
+# The ranks' view of these is what is under test.
 unset PS_COMM_ROOT FI_PROVIDER PS_COMM_OP_TIMEOUT
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/launcher.XXXXXX") || exit 1

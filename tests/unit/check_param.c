@@ -169,7 +169,7 @@ START_TEST(test_load_defaults)
 	ck_assert_str_eq(p.root, "");
 	ck_assert_str_eq(p.bootstrap, "auto");
 	ck_assert_double_eq(p.timeout, 120.0);
-	ck_assert_double_eq(p.op_timeout, 300.0);
+	ck_assert_double_eq(p.op_timeout, 0.0);
 	ck_assert_str_eq(p.ifname, "");
 	ck_assert_str_eq(p.port_range, "");
 	ck_assert_str_eq(p.job_key, "");
@@ -217,7 +217,7 @@ START_TEST(test_load_env)
 	ck_assert_uint_eq(p.max_msg_size, 65536);
 	ck_assert_int_eq(p.deterministic, 1);
 	ck_assert_str_eq(p.bootstrap, "auto");
-	ck_assert_double_eq(p.op_timeout, 300.0);
+	ck_assert_double_eq(p.op_timeout, 0.0);
 }
 END_TEST
 
