@@ -8,12 +8,14 @@
  * here; wrong elements are counted over all ranks and make the program
  * exit non-zero. bench/mpi_allreduce.c measures MPI_Allreduce the same way.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ps_comm.h"
+#include "args.h"
 #include "example.h"
 
 #define ALGO_ENV "PS_COMM_ALLREDUCE_ALGO"
@@ -59,57 +61,67 @@ static void usage(FILE *f)
 		"  -c: check every result\n");
 }
 
-/* Index of name in names[0..n), or -1. */
-static int lookup(const char *name, const char *const *names, int n)
+/* ex_choice over a whole table of names. */
+#define CHOICE(a, opt, v, names, what)                                         \
+	ex_choice(a, opt, v, names, (int)(sizeof(names) / sizeof(names[0])),  \
+		  what)
+
+/*
+ * The sweep runs the sizes from MIN, doubling up to MAX, that are 0 or
+ * hold at least one element; with none of them there is nothing to time.
+ */
+static void check_sweep(const struct ex_args *a, const struct opts *o,
+			const char *min_arg, const char *max_arg)
 {
-	for (int i = 0; i < n; i++)
-		if (strcmp(name, names[i]) == 0)
-			return i;
-	return -1;
+	size_t esize = ps_comm_dtype_size(o->dtype);
+	char mb[32], xb[32];
+
+	ex_size_order(a, o->min, min_arg, o->max, max_arg);
+	for (size_t s = o->min; s <= o->max; s = s ? s * 2 : 1) {
+		if (s == 0 || s >= esize)
+			return;
+		if (s > o->max / 2)
+			break;
+	}
+	ex_usage_error(a, "no size from -m %s to -M %s holds one %s element "
+		       "(%zu bytes)",
+		       min_arg ? min_arg : ex_size_text(o->min, mb, sizeof(mb)),
+		       max_arg ? max_arg : ex_size_text(o->max, xb, sizeof(xb)),
+		       dtype_names[o->dtype], esize);
 }
 
-#define LOOKUP(name, names)                                                    \
-	lookup(name, names, (int)(sizeof(names) / sizeof(names[0])))
-
-static int parse_opts(int argc, char **argv, struct opts *o)
+/* A usage error ends the program here, before pscomm is started. */
+static void parse_opts(int argc, char **argv, struct opts *o)
 {
+	const char *min_arg = NULL, *max_arg = NULL, *v;
+	struct ex_args a;
+
 	*o = (struct opts){4u << 10, 64u << 20, PS_COMM_FLOAT32, PS_COMM_SUM,
 			   NULL, 0, 0, 0};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-
-		if (strcmp(a, "--csv") == 0) {
+	ex_args_init(&a, "allreduce", usage, argc, argv);
+	while (ex_args_next(&a)) {
+		if (ex_flag(&a, "--csv"))
 			o->csv = 1;
-			continue;
-		}
-		if (strcmp(a, "-c") == 0) {
+		else if (ex_flag(&a, "-c"))
 			o->check = 1;
-			continue;
-		}
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		if (!v)
-			return -1;
-		if (strcmp(a, "-m") == 0 && parse_size(v, &o->min) == 0)
-			i++;
-		else if (strcmp(a, "-M") == 0 && parse_size(v, &o->max) == 0)
-			i++;
-		else if (strcmp(a, "-t") == 0 &&
-			 (o->dtype = LOOKUP(v, dtype_names)) >= 0)
-			i++;
-		else if (strcmp(a, "-o") == 0 &&
-			 (o->op = LOOKUP(v, op_names)) >= 0)
-			i++;
-		else if (strcmp(a, "-a") == 0 && LOOKUP(v, algo_names) >= 0)
-			o->algo = v, i++;
-		else if (strcmp(a, "-i") == 0 && (o->iters = atoi(v)) > 0)
-			i++;
+		else if ((v = ex_value(&a, "-m")))
+			o->min = ex_size(&a, "-m", v), min_arg = v;
+		else if ((v = ex_value(&a, "-M")))
+			o->max = ex_size(&a, "-M", v), max_arg = v;
+		else if ((v = ex_value(&a, "-t")))
+			o->dtype = CHOICE(&a, "-t", v, dtype_names, "type");
+		else if ((v = ex_value(&a, "-o")))
+			o->op = CHOICE(&a, "-o", v, op_names, "operation");
+		else if ((v = ex_value(&a, "-a")))
+			o->algo = algo_names[CHOICE(&a, "-a", v, algo_names,
+						    "algorithm")];
+		else if ((v = ex_value(&a, "-i")))
+			o->iters = ex_int(&a, "-i", v, 1, INT_MAX,
+					  "iterations");
 		else
-			return -1;
+			ex_unknown(&a);
 	}
-	return o->min <= o->max ? 0 : -1;
+	check_sweep(&a, o, min_arg, max_arg);
 }
 
 /* ------------------------------------------------------------ the data */
@@ -441,10 +453,7 @@ int main(int argc, char **argv)
 	uint64_t errors = 0;
 	int rc;
 
-	if (parse_opts(argc, argv, &o) != 0) {
-		usage(stderr);
-		return 2;
-	}
+	parse_opts(argc, argv, &o);
 	algo = apply_algo(&o);
 	rc = ps_comm_init(&c.comm, NULL);
 	if (rc) {

@@ -18,15 +18,16 @@
  * The exit status is non-zero on any wrong value or error.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include <ps_comm/van.h>
+#include "args.h"
 #include "example.h"
 
 enum cmd {
@@ -435,72 +436,141 @@ static void worker(struct ctx *c)
 
 /* ------------------------------------------------------------ main */
 
-static int env_int(const char *name, int def)
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: kvstore [-k KEYS] [-s VALUE_BYTES] [-i ROUNDS]\n"
+		"  default 4 keys of 1M (K/M/G suffixes, a multiple of 4), "
+		"10 rounds\n"
+		"  environment: DMLC_ROLE (scheduler, server or worker), "
+		"DMLC_PS_ROOT_URI,\n"
+		"  DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER and DMLC_NUM_WORKER "
+		"(1 if unset),\n"
+		"  DMLC_NODE_HOST (needed unless the root is a loopback "
+		"address)\n");
+}
+
+static const char *const role_names[] = {
+	[SCHEDULER] = "scheduler", [SERVER] = "server", [WORKER] = "worker"};
+
+/* A variable that must be set; its absence is a usage error. */
+static const char *need_env(const struct ex_args *a, const char *name,
+			    const char *what)
 {
 	const char *v = getenv(name);
 
-	return v && *v ? atoi(v) : def;
+	if (!v || !*v)
+		ex_usage_error(a, "%s is not set (%s)", name, what);
+	return v;
 }
 
-static int parse_role(const char *r)
+/* A node count from the environment, 1 if unset. */
+static int env_count(const struct ex_args *a, const char *name)
 {
-	if (r && strcmp(r, "scheduler") == 0)
-		return SCHEDULER;
-	if (r && strcmp(r, "server") == 0)
-		return SERVER;
-	if (r && strcmp(r, "worker") == 0)
-		return WORKER;
-	fprintf(stderr, "kvstore: DMLC_ROLE must be scheduler, server or "
-		"worker\n");
-	exit(2);
+	const char *v = getenv(name);
+
+	return v && *v ? ex_int(a, name, v, 1, MAX_NODES, "a node count") : 1;
 }
 
-static void usage(void)
+/*
+ * This node's address: DMLC_NODE_HOST, else the root's when this is the
+ * scheduler or the root is a loopback address; it must fit a table entry.
+ */
+static const char *node_host(const struct ex_args *a, const struct ctx *c,
+			     const char *root)
 {
-	fprintf(stderr, "usage: kvstore [-k KEYS] [-s VALUE_BYTES] "
-		"[-i ROUNDS]\n  (DMLC_ROLE, DMLC_PS_ROOT_URI, DMLC_PS_ROOT_PORT,"
-		" DMLC_NUM_SERVER, DMLC_NUM_WORKER, DMLC_NODE_HOST)\n");
-	exit(2);
+	const char *host = getenv("DMLC_NODE_HOST");
+	const char *name = "DMLC_NODE_HOST";
+
+	if (!host || !*host) {
+		host = c->role == SCHEDULER || strncmp(root, "127.", 4) == 0
+			       ? root
+			       : NULL;
+		name = "DMLC_PS_ROOT_URI";
+	}
+	if (!host)
+		ex_usage_error(a, "DMLC_NODE_HOST is not set (this node's "
+			       "address; DMLC_PS_ROOT_URI=%s is not a "
+			       "loopback one)", root);
+	if (strlen(host) >= HOST_MAX)
+		ex_usage_error(a, "%s=%s: longer than %d characters", name,
+			       host, HOST_MAX - 1);
+	return host;
+}
+
+/* -k, -s and -i; a usage error ends the program. */
+static void parse_opts(struct ex_args *a, struct ctx *c)
+{
+	const char *v;
+
+	c->keys = 4;
+	c->bytes = 1 << 20;
+	c->rounds = 10;
+	while (ex_args_next(a)) {
+		if ((v = ex_value(a, "-k"))) {
+			c->keys = ex_int(a, "-k", v, 1, INT_MAX, "keys");
+		} else if ((v = ex_value(a, "-s"))) {
+			c->bytes = ex_size(a, "-s", v);
+			if (c->bytes % sizeof(float))
+				ex_usage_error(a, "-s %s: the value size must "
+					       "be a multiple of 4 (floats)",
+					       v);
+		} else if ((v = ex_value(a, "-i"))) {
+			c->rounds = ex_int(a, "-i", v, 1, INT_MAX, "rounds");
+		} else {
+			ex_unknown(a);
+		}
+	}
+}
+
+/*
+ * The DMLC_* variables, after the options; a usage error ends the
+ * program. Pulled sums are checked exactly, so they must stay within
+ * 2^24, below which every integer is a float.
+ */
+static void parse_env(const struct ex_args *a, struct ctx *c,
+		      const char **root, int *root_port, const char **host)
+{
+	long long top;
+
+	c->role = ex_choice(a, "DMLC_ROLE",
+			    need_env(a, "DMLC_ROLE",
+				     "scheduler, server or worker"),
+			    role_names,
+			    (int)(sizeof(role_names) / sizeof(role_names[0])),
+			    "role");
+	*root = need_env(a, "DMLC_PS_ROOT_URI", "the scheduler's address");
+	*root_port = ex_int(a, "DMLC_PS_ROOT_PORT",
+			    need_env(a, "DMLC_PS_ROOT_PORT",
+				     "the scheduler's port"),
+			    1, 65535, "the port");
+	c->nserver = env_count(a, "DMLC_NUM_SERVER");
+	c->nworker = env_count(a, "DMLC_NUM_WORKER");
+	if (c->nserver + c->nworker > MAX_NODES)
+		ex_usage_error(a, "DMLC_NUM_SERVER=%d and DMLC_NUM_WORKER=%d: "
+			       "at most %d nodes in all", c->nserver,
+			       c->nworker, MAX_NODES);
+	top = (long long)c->rounds * c->nworker * (c->nworker + 1) / 2 * 4;
+	if (top > 1 << 24)
+		ex_usage_error(a, "-i %d with DMLC_NUM_WORKER=%d: sums would "
+			       "reach %lld, beyond 2^24, where float sums are "
+			       "no longer exact", c->rounds, c->nworker, top);
+	*host = node_host(a, c, *root);
+	c->corrupt = getenv("KVSTORE_CORRUPT") &&
+		     strcmp(getenv("KVSTORE_CORRUPT"), "1") == 0;
 }
 
 int main(int argc, char **argv)
 {
-	const char *root = getenv("DMLC_PS_ROOT_URI");
-	const char *host = getenv("DMLC_NODE_HOST");
-	int root_port = env_int("DMLC_PS_ROOT_PORT", 0), opt, rc;
+	const char *root, *host;
+	int root_port, rc;
+	struct ex_args a;
 	struct ctx c;
 
 	memset(&c, 0, sizeof(c));
-	c.keys = 4;
-	c.bytes = 1 << 20;
-	c.rounds = 10;
-	while ((opt = getopt(argc, argv, "k:s:i:h")) != -1) {
-		if (opt == 'k')
-			c.keys = atoi(optarg);
-		else if (opt == 's')
-			c.bytes = strtoul(optarg, NULL, 0) / 4 * 4;
-		else if (opt == 'i')
-			c.rounds = atoi(optarg);
-		else
-			usage();
-	}
-	c.role = parse_role(getenv("DMLC_ROLE"));
-	c.corrupt = env_int("KVSTORE_CORRUPT", 0) == 1;
-	c.nserver = env_int("DMLC_NUM_SERVER", 1);
-	c.nworker = env_int("DMLC_NUM_WORKER", 1);
-	if (!root || root_port <= 0 || c.keys < 1 || c.rounds < 1 ||
-	    c.nserver < 1 || c.nworker < 1 ||
-	    c.nserver + c.nworker > MAX_NODES)
-		usage();
-	if (!host || !*host)
-		host = c.role == SCHEDULER || strncmp(root, "127.", 4) == 0
-			       ? root
-			       : NULL;
-	if (!host) {
-		fprintf(stderr, "kvstore: set DMLC_NODE_HOST to this node's "
-			"address\n");
-		return 2;
-	}
+	ex_args_init(&a, "kvstore", usage, argc, argv);
+	parse_opts(&a, &c);
+	/* Both before the van starts, so a mistake needs no running job. */
+	parse_env(&a, &c, &root, &root_port, &host);
 	snprintf(c.self.host, sizeof(c.self.host), "%s", host);
 	rc = ps_comm_van_create(&c.van);
 	if (!rc)

@@ -5,12 +5,13 @@
  * each window acknowledged by one byte, in 10^6 bytes per second. Ranks
  * other than 0 and 1 wait at a barrier. Every payload is checked.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "ps_comm.h"
+#include "args.h"
 #include "example.h"
 
 #define WINDOW 64
@@ -28,37 +29,35 @@ struct opts {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: pingpong [-m MIN] [-M MAX] [-i ITERS] [-w WARMUP] "
-		"[--csv]\n  sizes in bytes (K/M suffixes), default 1 to 4M\n");
+		"[--csv]\n"
+		"  sizes in bytes (K/M/G suffixes), default 1 to 4M\n");
 }
 
-static int parse_opts(int argc, char **argv, struct opts *o)
+/* A usage error ends the program here, before pscomm is started. */
+static void parse_opts(int argc, char **argv, struct opts *o)
 {
-	*o = (struct opts){1, 4u << 20, 1000, 100, 0};
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+	const char *min_arg = NULL, *max_arg = NULL, *v;
+	struct ex_args a;
 
-		if (strcmp(a, "--csv") == 0) {
+	*o = (struct opts){1, 4u << 20, 1000, 100, 0};
+	ex_args_init(&a, "pingpong", usage, argc, argv);
+	while (ex_args_next(&a)) {
+		if (ex_flag(&a, "--csv"))
 			o->csv = 1;
-			continue;
-		}
-		if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-			usage(stdout);
-			exit(0);
-		}
-		if (!v)
-			return -1;
-		if (strcmp(a, "-m") == 0 && parse_size(v, &o->min) == 0)
-			i++;
-		else if (strcmp(a, "-M") == 0 && parse_size(v, &o->max) == 0)
-			i++;
-		else if (strcmp(a, "-i") == 0 && (o->iters = atoi(v)) > 0)
-			i++;
-		else if (strcmp(a, "-w") == 0 && (o->warmup = atoi(v)) >= 0)
-			i++;
+		else if ((v = ex_value(&a, "-m")))
+			o->min = ex_size(&a, "-m", v), min_arg = v;
+		else if ((v = ex_value(&a, "-M")))
+			o->max = ex_size(&a, "-M", v), max_arg = v;
+		else if ((v = ex_value(&a, "-i")))
+			o->iters = ex_int(&a, "-i", v, 1, INT_MAX,
+					  "iterations");
+		else if ((v = ex_value(&a, "-w")))
+			o->warmup = ex_int(&a, "-w", v, 0, INT_MAX,
+					   "warm-up iterations");
 		else
-			return -1;
+			ex_unknown(&a);
 	}
-	return o->min <= o->max ? 0 : -1;
+	ex_size_order(&a, o->min, min_arg, o->max, max_arg);
 }
 
 static void fill(unsigned char *b, size_t n, size_t salt)
@@ -226,10 +225,7 @@ int main(int argc, char **argv)
 	struct ctx c = {0};
 	int size, rc;
 
-	if (parse_opts(argc, argv, &o) != 0) {
-		usage(stderr);
-		return 2;
-	}
+	parse_opts(argc, argv, &o);
 	rc = ps_comm_init(&c.comm, NULL);
 	if (rc) {
 		fprintf(stderr, "pingpong: ps_comm_init: %s\n",
