@@ -73,6 +73,9 @@ struct psc_caps {
 	bool same_eager_limit;	/* rxm: eager limits must agree on all ranks */
 	bool nic_local;		/* entries name a NIC: prefer the nearest */
 	bool async_iov;		/* FI_ASYNC_IOV: no stack iov, so no sw_match */
+	bool peer_locks;	/* queues in memory shared with node-local
+				 * peers, under their locks: a peer that dies
+				 * may leave the endpoint locked for good */
 };
 
 /*

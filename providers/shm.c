@@ -11,6 +11,12 @@
  * (smr_match_tagged in prov/shm/src/smr_ep.c, 1.17 and 1.18), so wildcard
  * receives can miss or mismatch messages that arrived first. pscomm
  * therefore matches first messages in software on shm (lib/swmatch.c).
+ *
+ * Each process's region (its command, response, inject and SAR queues)
+ * sits under one process-shared spinlock with no owner: senders take the
+ * receiver's, progress takes its own (smr_generic_sendmsg,
+ * smr_progress_cmd in 1.17). A peer killed while holding one leaves it
+ * held forever, hence peer_locks.
  */
 #include "provider.h"
 
@@ -33,6 +39,7 @@ static void shm_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->sw_match = true;
 	c->sw_tag_in_data = c->cq_data_size >= 8;
 	c->link = PSC_LINK_SHM;
+	c->peer_locks = true;
 }
 
 const struct psc_provider_ops psc_shm_ops = {

@@ -139,6 +139,16 @@ static void free_requests(struct psc_ep *ep)
 /* Close everything in libfabric's order and free ep. */
 static void ep_close(struct psc_ep *ep)
 {
+	/*
+	 * Closing a poisoned endpoint could spin on a dead peer's lock:
+	 * leave it, and what libfabric holds, to the process's exit.
+	 */
+	if (psc_ep_poisoned(ep)) {
+		psc_log(PSC_LOG_INFO, ep->fab.rank, "endpoint on %s left "
+			"unclosed: a node-local peer died and may hold its "
+			"locks", psc_fab_provider(&ep->fab));
+		return;
+	}
 	psc_fab_close_ep(&ep->fab);
 	/*
 	 * Free what libfabric held, then the registrations they held, before

@@ -191,6 +191,19 @@ void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
 int psc_ep_owner_failed(struct psc_ep *ep, const void *owner, char *words,
 			size_t len);
 
+/*
+ * Fail every owner of ep, now and later, and never call libfabric on ep
+ * again: a node-local peer died on a provider whose queues it may have
+ * left locked (caps.peer_locks). Progress, posts and cancels become
+ * no-ops, and closing the endpoint leaves its libfabric objects alone
+ * (they may be locked). Like psc_ep_fail_owner, callable from any
+ * thread at any time.
+ */
+void psc_ep_poison(struct psc_ep *ep, int err, const char *words);
+
+/* Whether psc_ep_poison was called on ep (one atomic load). */
+bool psc_ep_poisoned(struct psc_ep *ep);
+
 /* Drop owner's failure record (the owner is being freed). */
 void psc_ep_forget_owner(struct psc_ep *ep, const void *owner);
 

@@ -46,6 +46,7 @@ struct psc_ep {
 	pthread_mutex_t fail_lock;
 	struct psc_owner_fail *fail_head;
 	int fail_count;
+	bool poisoned;		       /* atomic: libfabric is off limits */
 	/*
 	 * The libfabric call in progress, for the watchdog (fail.c): written
 	 * by the lock holder with atomic stores, read by anyone. prov_seq

@@ -20,35 +20,61 @@ struct psc_owner_fail {
 	struct psc_owner_fail *next;
 };
 
-/* owner's record, or NULL. fail_lock held. */
+/*
+ * owner's record, else the endpoint's poison (owner NULL), or NULL.
+ * fail_lock held.
+ */
 static struct psc_owner_fail *find(struct psc_ep *ep, const void *owner)
 {
-	for (struct psc_owner_fail *f = ep->fail_head; f; f = f->next)
+	struct psc_owner_fail *all = NULL;
+
+	for (struct psc_owner_fail *f = ep->fail_head; f; f = f->next) {
 		if (f->owner == owner)
 			return f;
-	return NULL;
+		if (!f->owner)
+			all = f;
+	}
+	return all;
+}
+
+/* Add a record for owner (NULL: every owner). fail_lock held. */
+static void add(struct psc_ep *ep, const void *owner, int err,
+		const char *words)
+{
+	struct psc_owner_fail *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return;
+	f->owner = owner;
+	f->err = err;
+	f->words = strdup(words ? words : "");
+	f->next = ep->fail_head;
+	ep->fail_head = f;
+	__atomic_add_fetch(&ep->fail_count, 1, __ATOMIC_RELEASE);
 }
 
 void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
 		       const char *words)
 {
-	struct psc_owner_fail *f;
-
 	pthread_mutex_lock(&ep->fail_lock);
-	if (find(ep, owner)) {
-		pthread_mutex_unlock(&ep->fail_lock);
-		return;
-	}
-	f = calloc(1, sizeof(*f));
-	if (f) {
-		f->owner = owner;
-		f->err = err;
-		f->words = strdup(words ? words : "");
-		f->next = ep->fail_head;
-		ep->fail_head = f;
-		__atomic_add_fetch(&ep->fail_count, 1, __ATOMIC_RELEASE);
+	if (!find(ep, owner))
+		add(ep, owner, err, words);
+	pthread_mutex_unlock(&ep->fail_lock);
+}
+
+void psc_ep_poison(struct psc_ep *ep, int err, const char *words)
+{
+	pthread_mutex_lock(&ep->fail_lock);
+	if (!__atomic_load_n(&ep->poisoned, __ATOMIC_RELAXED)) {
+		add(ep, NULL, err, words);
+		__atomic_store_n(&ep->poisoned, true, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&ep->fail_lock);
+}
+
+bool psc_ep_poisoned(struct psc_ep *ep)
+{
+	return __atomic_load_n(&ep->poisoned, __ATOMIC_ACQUIRE);
 }
 
 int psc_ep_owner_failed(struct psc_ep *ep, const void *owner, char *words,
@@ -77,7 +103,7 @@ void psc_ep_forget_owner(struct psc_ep *ep, const void *owner)
 	if (!__atomic_load_n(&ep->fail_count, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&ep->fail_lock);
-	for (pp = &ep->fail_head; *pp; pp = &(*pp)->next)
+	for (pp = &ep->fail_head; *pp && owner; pp = &(*pp)->next)
 		if ((*pp)->owner == owner) {
 			f = *pp;
 			*pp = f->next;

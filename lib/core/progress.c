@@ -121,6 +121,8 @@ static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
 	bool injected;
 	ssize_t rc;
 
+	if (psc_ep_poisoned(ep))
+		return -ECONNRESET;
 	if (ep->post_limit[d] && ep->posted[d] >= ep->post_limit[d])
 		return -FI_EAGAIN;
 	psc_prov_enter(ep, d ? "a receive post" : "a send post", r->addr);
@@ -297,6 +299,8 @@ int psc_progress(struct psc_ep *ep)
 	struct fi_cq_tagged_entry ev[CQ_BATCH];
 	int total = 0;
 
+	if (psc_ep_poisoned(ep))
+		return 0;
 	ep->in_progress = true;
 	for (;;) {
 		ssize_t n;
@@ -340,7 +344,7 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 			psc_req_complete(r, -FI_ECANCELED);
 		return;
 	}
-	if (r->state == PSC_REQ_POSTED) {
+	if (r->state == PSC_REQ_POSTED && !psc_ep_poisoned(ep)) {
 		psc_prov_enter(ep, "fi_cancel", r->addr);
 		fi_cancel(&ep->fab.ep->fid, &r->fctx);
 		psc_prov_exit(ep);
@@ -372,6 +376,10 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 	 */
 	if (ep->posted[0] || ep->txq.head) {
 		sched_yield();
+		return;
+	}
+	if (psc_ep_poisoned(ep)) {
+		backoff(idle);
 		return;
 	}
 	/*
@@ -529,6 +537,9 @@ int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 	double spin_end = psc_now() + ep->spin_us * 1e-6;
 	unsigned idle = 0;
 
+	/* Over already (a failed owner): do not enter the provider. */
+	if (done(arg))
+		return 0;
 	for (;;) {
 		double t;
 		int n;

@@ -176,16 +176,27 @@ static void wake_thread(struct psc_live *l)
 
 static int first_dead(const struct psc_live *l, bool local_only);
 
-/* Fail every watched communicator with a rank in world (r; -1: all). */
+/*
+ * Fail every watched communicator with world rank r (-1: all). When r
+ * shares this kernel and the provider keeps queues under locks shared
+ * with peers, r may have died holding one: nothing may enter the
+ * provider on that endpoint any more.
+ */
 static void fail_watches(struct psc_live *l, int r, int err,
 			 const char *words)
 {
+	bool local = r >= 0 && strcmp(l->peers[r].proc, l->proc) == 0;
+
 	for (struct watch *w = l->watches; w; w = w->next) {
 		bool member = r < 0;
 
 		for (int i = 0; i < w->n && !member; i++)
 			member = w->world[i] == r;
-		if (!member || w->failed)
+		if (!member)
+			continue;
+		if (local && psc_ep_caps(w->ep)->peer_locks)
+			psc_ep_poison(w->ep, err, words);
+		if (w->failed)
 			continue;
 		w->failed = true;
 		psc_ep_fail_owner(w->ep, w->owner, err, words);

@@ -99,7 +99,7 @@ run -n 2 sh -c 'if [ "$PS_COMM_RANK" = 1 ]; then kill -9 $$; fi; sleep 60'
 check "a rank killed by SIGKILL: status 137" [ "$rc" -eq 137 ]
 check "a rank killed by SIGKILL: sibling stopped quickly" quick
 
-run -n 2 sh -c 'trap "" TERM; if [ "$PS_COMM_RANK" = 1 ]; then exit 4; fi
+run -n 2 --grace 1 sh -c 'trap "" TERM; if [ "$PS_COMM_RANK" = 1 ]; then exit 4; fi
 	while :; do sleep 1; done'
 check "a rank ignoring SIGTERM is killed after the grace period" \
 	status_quick 4
