@@ -192,14 +192,14 @@ int psc_ep_owner_failed(struct psc_ep *ep, const void *owner, char *words,
 			size_t len);
 
 /*
- * Fail every owner of ep, now and later, and never call libfabric on ep
- * again: a node-local peer died on a provider whose queues it may have
- * left locked (caps.peer_locks). Progress, posts and cancels become
- * no-ops, and closing the endpoint leaves its libfabric objects alone
- * (they may be locked). Like psc_ep_fail_owner, callable from any
- * thread at any time.
+ * Never call libfabric on ep again: a node-local peer died on a provider
+ * whose queues it may have left locked (caps.peer_locks). Progress,
+ * posts and cancels become no-ops, and closing the endpoint leaves its
+ * libfabric objects alone (they may be locked). Its owners must then be
+ * failed (psc_ep_fail_owner), since nothing of theirs moves any more.
+ * Like psc_ep_fail_owner, callable from any thread at any time.
  */
-void psc_ep_poison(struct psc_ep *ep, int err, const char *words);
+void psc_ep_poison(struct psc_ep *ep);
 
 /* Whether psc_ep_poison was called on ep (one atomic load). */
 bool psc_ep_poisoned(struct psc_ep *ep);

@@ -20,24 +20,16 @@ struct psc_owner_fail {
 	struct psc_owner_fail *next;
 };
 
-/*
- * owner's record, else the endpoint's poison (owner NULL), or NULL.
- * fail_lock held.
- */
+/* owner's record, or NULL. fail_lock held. */
 static struct psc_owner_fail *find(struct psc_ep *ep, const void *owner)
 {
-	struct psc_owner_fail *all = NULL;
-
-	for (struct psc_owner_fail *f = ep->fail_head; f; f = f->next) {
+	for (struct psc_owner_fail *f = ep->fail_head; f; f = f->next)
 		if (f->owner == owner)
 			return f;
-		if (!f->owner)
-			all = f;
-	}
-	return all;
+	return NULL;
 }
 
-/* Add a record for owner (NULL: every owner). fail_lock held. */
+/* Add a record for owner. fail_lock held. */
 static void add(struct psc_ep *ep, const void *owner, int err,
 		const char *words)
 {
@@ -62,14 +54,9 @@ void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
 	pthread_mutex_unlock(&ep->fail_lock);
 }
 
-void psc_ep_poison(struct psc_ep *ep, int err, const char *words)
+void psc_ep_poison(struct psc_ep *ep)
 {
-	pthread_mutex_lock(&ep->fail_lock);
-	if (!__atomic_load_n(&ep->poisoned, __ATOMIC_RELAXED)) {
-		add(ep, NULL, err, words);
-		__atomic_store_n(&ep->poisoned, true, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&ep->fail_lock);
+	__atomic_store_n(&ep->poisoned, true, __ATOMIC_RELEASE);
 }
 
 bool psc_ep_poisoned(struct psc_ep *ep)
@@ -103,7 +90,7 @@ void psc_ep_forget_owner(struct psc_ep *ep, const void *owner)
 	if (!__atomic_load_n(&ep->fail_count, __ATOMIC_ACQUIRE))
 		return;
 	pthread_mutex_lock(&ep->fail_lock);
-	for (pp = &ep->fail_head; *pp && owner; pp = &(*pp)->next)
+	for (pp = &ep->fail_head; *pp; pp = &(*pp)->next)
 		if ((*pp)->owner == owner) {
 			f = *pp;
 			*pp = f->next;

@@ -42,6 +42,7 @@ enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT };
 #define UNBOUND_S 5.0	      /* ... and how long they may take */
 #define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
 #define TICK_MS 100	      /* the thread's period: checks, watchdog */
+#define SUSPECT_S 1.0	      /* rank 0's verdict on a reported death */
 
 enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
 
@@ -54,6 +55,8 @@ struct peer {
 	int pidfd;	      /* same kernel and pid namespace, else -1 */
 	enum peer_state state;
 	char *dead;	      /* words of its death */
+	char *suspect;	      /* seen dead here, reported to rank 0 */
+	double suspect_at;
 };
 
 struct link {
@@ -92,6 +95,7 @@ struct psc_live {
 	int wake[2];
 	int refs;
 	double started;
+	int first;		/* the first rank that died, or -1 */
 	struct peer *peers;
 	struct link *links;
 	int nlinks, maxlinks;
@@ -174,29 +178,42 @@ static void wake_thread(struct psc_live *l)
 
 /* ----------------------------------------------------------- deaths */
 
-static int first_dead(const struct psc_live *l, bool local_only);
+
+static bool is_local(const struct psc_live *l, int r)
+{
+	return strcmp(l->peers[r].proc, l->proc) == 0;
+}
 
 /*
- * Fail every watched communicator with world rank r (-1: all). When r
- * shares this kernel and the provider keeps queues under locks shared
- * with peers, r may have died holding one: nothing may enter the
- * provider on that endpoint any more.
+ * Stop every call into the provider on the endpoints r shares with this
+ * rank, when r shares this kernel and the provider keeps queues under
+ * locks shared with peers: r may have died holding one. Lock held.
+ */
+static void poison(struct psc_live *l, int r)
+{
+	if (!is_local(l, r))
+		return;
+	for (struct watch *w = l->watches; w; w = w->next)
+		for (int i = 0; i < w->n; i++)
+			if (w->world[i] == r && psc_ep_caps(w->ep)->peer_locks) {
+				psc_ep_poison(w->ep);
+				break;
+			}
+}
+
+/*
+ * Fail every watched communicator with world rank r (-1: all), and every
+ * one on a poisoned endpoint, which can make no progress. Lock held.
  */
 static void fail_watches(struct psc_live *l, int r, int err,
 			 const char *words)
 {
-	bool local = r >= 0 && strcmp(l->peers[r].proc, l->proc) == 0;
-
 	for (struct watch *w = l->watches; w; w = w->next) {
-		bool member = r < 0;
+		bool member = r < 0 || psc_ep_poisoned(w->ep);
 
 		for (int i = 0; i < w->n && !member; i++)
 			member = w->world[i] == r;
-		if (!member)
-			continue;
-		if (local && psc_ep_caps(w->ep)->peer_locks)
-			psc_ep_poison(w->ep, err, words);
-		if (w->failed)
+		if (!member || w->failed)
 			continue;
 		w->failed = true;
 		psc_ep_fail_owner(w->ep, w->owner, err, words);
@@ -225,11 +242,10 @@ static void compact(struct psc_live *l)
 }
 
 /*
- * Record that rank r died, with words naming it; relay it (rank 0) or
- * report it to rank 0 (local evidence). Lock held.
+ * Rank r is dead, with words naming it: record it, fail what depends on
+ * it and, at rank 0, relay it to every rank. Lock held.
  */
-static void mark_dead(struct psc_live *l, int r, const char *words,
-		      bool relayed)
+static void mark_dead(struct psc_live *l, int r, const char *words)
 {
 	struct peer *p;
 	struct link *k;
@@ -250,17 +266,18 @@ static void mark_dead(struct psc_live *l, int r, const char *words,
 	p->state = P_DEAD;
 	p->dead = strdup(words);
 	/* The first death matters; the rest mostly follow from it. */
-	psc_log(first_dead(l, false) == r ? PSC_LOG_WARN : PSC_LOG_INFO,
-		l->cfg.rank, "%s", words);
+	psc_log(l->first < 0 ? PSC_LOG_WARN : PSC_LOG_INFO, l->cfg.rank, "%s",
+		words);
+	if (l->first < 0)
+		l->first = r;
+	poison(l, r);
 	fail_watches(l, r, -ECONNRESET, words);
-	if (l->cfg.rank == 0) {
+	if (l->cfg.rank == 0)
 		for (int i = 0; i < l->nlinks; i++)
-			if (l->links[i].rank > 0 && l->links[i].rank != r)
+			if (l->links[i].fd >= 0 && l->links[i].rank > 0 &&
+			    l->links[i].rank != r)
 				send_frame(&l->links[i], F_DEAD, r, words,
 					   strlen(words));
-	} else if (!relayed && (k = link_of(l, 0)) != NULL) {
-		send_frame(k, F_DEAD, r, words, strlen(words));
-	}
 	if ((k = link_of(l, r)) != NULL)
 		close_link(k);
 	if (p->pidfd >= 0) {
@@ -270,7 +287,34 @@ static void mark_dead(struct psc_live *l, int r, const char *words,
 	pthread_cond_broadcast(&l->cond);
 }
 
-/* mark_dead with words built from rank r's identity and the evidence. */
+/*
+ * This rank saw rank r die (words name it). Rank 0 orders deaths: the
+ * others report theirs to it and take its relay as the verdict, so that
+ * every rank blames the same first death, not a rank that merely exited
+ * after it. Rank 0's own death, or no answer within SUSPECT_S, is
+ * decided here. Lock held.
+ */
+static void suspect(struct psc_live *l, int r, const char *words)
+{
+	struct peer *p = &l->peers[r];
+	struct link *k = l->cfg.rank ? link_of(l, 0) : NULL;
+
+	if (p->state == P_DEAD || p->state == P_LEFT)
+		return;
+	if (!k || r == 0) {
+		mark_dead(l, r, words);
+		return;
+	}
+	poison(l, r);
+	if (p->suspect)
+		return;
+	p->suspect = strdup(words);
+	p->suspect_at = psc_now();
+	if (!p->suspect || !send_frame(k, F_DEAD, r, words, strlen(words)))
+		mark_dead(l, r, words);
+}
+
+/* suspect() with words built from r's identity and the evidence. */
 static void peer_died(struct psc_live *l, int r, const char *evidence)
 {
 	char w[FRAME_MAX];
@@ -278,7 +322,7 @@ static void peer_died(struct psc_live *l, int r, const char *evidence)
 
 	snprintf(w, sizeof(w), "rank %d (host %s, pid %d) %s, seen by rank %d",
 		 r, p->host, p->pid, evidence, l->cfg.rank);
-	mark_dead(l, r, w, false);
+	suspect(l, r, w);
 }
 
 /* A link broke: its peer is dead unless it said goodbye. Lock held. */
@@ -358,7 +402,8 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		return true;
 	case F_DEAD:
 		snprintf(w, sizeof(w), "%.*s", (int)plen, (const char *)pl);
-		mark_dead(l, r, w, k->rank == 0);
+		/* From rank 0, a verdict; at rank 0, a report to relay. */
+		mark_dead(l, r, w);
 		return true;
 	case F_BYE:
 		left(l, k->rank);
@@ -461,13 +506,29 @@ static int rank_of_addr(const struct watch *w, fi_addr_t a)
 	return -1;
 }
 
-static int first_dead(const struct psc_live *l, bool local_only)
+/* Whether a peer in this kernel died or is suspected to have. */
+static bool local_death(const struct psc_live *l)
 {
 	for (int r = 0; r < l->cfg.size; r++)
-		if (l->peers[r].state == P_DEAD &&
-		    (!local_only || strcmp(l->peers[r].proc, l->proc) == 0))
-			return r;
-	return -1;
+		if ((l->peers[r].state == P_DEAD || l->peers[r].suspect) &&
+		    is_local(l, r))
+			return true;
+	return false;
+}
+
+/* Words of the death to blame: the first one, else a suspected one. */
+static const char *death_words(const struct psc_live *l, int r)
+{
+	if (r >= 0 && l->peers[r].state == P_DEAD)
+		return l->peers[r].dead;
+	if (r >= 0 && l->peers[r].suspect)
+		return l->peers[r].suspect;
+	if (l->first >= 0)
+		return l->peers[l->first].dead;
+	for (r = 0; r < l->cfg.size; r++)
+		if (l->peers[r].suspect)
+			return l->peers[r].suspect;
+	return "no peer is known dead";
 }
 
 /* A thread will never come back from the provider: say why, and exit. */
@@ -479,14 +540,12 @@ static void fatal(struct psc_live *l, const struct watch *w,
 
 	if (r >= 0)
 		snprintf(peer, sizeof(peer), " for rank %d", r);
-	if (r < 0 || l->peers[r].state != P_DEAD)
-		r = first_dead(l, false);
 	psc_log(PSC_LOG_ERROR, l->cfg.rank, "fatal: a thread has been inside "
 		"%s%s on provider %s for %.1f s and will not come back: %s: "
 		"%s; exiting with status %d (PS_COMM_WATCHDOG=0 disables "
 		"this)", p->call ? p->call : "libfabric", peer,
 		psc_ep_provider(w->ep), secs, ps_comm_strerror(PS_COMM_ERR_PEER),
-		r >= 0 ? l->peers[r].dead : "no peer is known dead",
+		death_words(l, r),
 		PSC_LIVE_EXIT);
 	_exit(PSC_LIVE_EXIT);
 }
@@ -494,7 +553,7 @@ static void fatal(struct psc_live *l, const struct watch *w,
 /* Sample every watched endpoint's libfabric call. Lock held. */
 static void watchdog(struct psc_live *l, double now)
 {
-	double limit = first_dead(l, true) >= 0
+	double limit = local_death(l)
 			       ? PSC_MIN(STUCK_DEAD_S, l->cfg.timeout)
 			       : l->cfg.timeout;
 
@@ -540,6 +599,12 @@ static void tick(struct psc_live *l, double now)
 				  "connection broke");
 		}
 	}
+	for (int r = 0; r < l->cfg.size; r++)
+		if (l->peers[r].suspect && l->peers[r].state != P_DEAD &&
+		    l->peers[r].state != P_LEFT &&
+		    now - l->peers[r].suspect_at >=
+			    PSC_MIN(SUSPECT_S, l->cfg.timeout))
+			mark_dead(l, r, l->peers[r].suspect);
 	if (l->cfg.rank == 0 && now - l->started > l->cfg.timeout)
 		for (int r = 1; r < l->cfg.size; r++)
 			if (l->peers[r].state == P_PENDING)
@@ -634,6 +699,7 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 	l->beat = PSC_MAX(0.05, PSC_MIN(2.0, cfg->timeout / 5));
 	l->listen_fd = l->wake[0] = l->wake[1] = -1;
 	l->refs = 1;
+	l->first = -1;
 	l->maxlinks = cfg->rank == 0 ? cfg->size + UNBOUND_MAX : 1;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
@@ -940,6 +1006,7 @@ void psc_live_release(struct psc_live *l)
 		if (l->peers[r].pidfd >= 0)
 			close(l->peers[r].pidfd);
 		free(l->peers[r].dead);
+		free(l->peers[r].suspect);
 	}
 	if (l->listen_fd >= 0)
 		close(l->listen_fd);
