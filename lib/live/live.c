@@ -42,7 +42,7 @@ enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT };
 #define UNBOUND_S 5.0	      /* ... and how long they may take */
 #define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
 #define TICK_MS 100	      /* the thread's period: checks, watchdog */
-#define SUSPECT_S 1.0	      /* rank 0's verdict on a reported death */
+#define SUSPECT_S 5.0	      /* rank 0's verdict on a reported death */
 
 enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
 
@@ -289,10 +289,11 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 
 /*
  * This rank saw rank r die (words name it). Rank 0 orders deaths: the
- * others report theirs to it and take its relay as the verdict, so that
- * every rank blames the same first death, not a rank that merely exited
- * after it. Rank 0's own death, or no answer within SUSPECT_S, is
- * decided here. Lock held.
+ * others report theirs to it and take its answer as the verdict (DEAD,
+ * or LEFT when r finalized and its goodbye is still on the way), so that
+ * every rank blames the same first death, never a rank that exited
+ * after it or in good order. Rank 0's own death, or no answer within
+ * SUSPECT_S, is decided here. Lock held.
  */
 static void suspect(struct psc_live *l, int r, const char *words)
 {
@@ -305,7 +306,7 @@ static void suspect(struct psc_live *l, int r, const char *words)
 		mark_dead(l, r, words);
 		return;
 	}
-	poison(l, r);
+	psc_log(PSC_LOG_DEBUG, l->cfg.rank, "liveness: suspect %s", words);
 	if (p->suspect)
 		return;
 	p->suspect = strdup(words);
@@ -381,6 +382,7 @@ static void left(struct psc_live *l, int r)
 
 	if (p->state == P_DEAD)
 		return;
+	psc_log(PSC_LOG_DEBUG, l->cfg.rank, "liveness: rank %d left", r);
 	p->state = P_LEFT;
 	if (p->pidfd >= 0) {
 		close(p->pidfd);
@@ -402,8 +404,12 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		return true;
 	case F_DEAD:
 		snprintf(w, sizeof(w), "%.*s", (int)plen, (const char *)pl);
-		/* From rank 0, a verdict; at rank 0, a report to relay. */
-		mark_dead(l, r, w);
+		/* From rank 0, a verdict; at rank 0, a report to judge. */
+		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size &&
+		    l->peers[r].state == P_LEFT)
+			send_frame(k, F_LEFT, r, NULL, 0);
+		else
+			mark_dead(l, r, w);
 		return true;
 	case F_BYE:
 		left(l, k->rank);
@@ -421,7 +427,8 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 			left(l, r);
 		return true;
 	case F_ABORT:
-		aborted(l, k->rank, pl, plen);
+		/* r is the rank that called ps_comm_abort. */
+		aborted(l, r, pl, plen);
 		return true;
 	default:
 		return false;

@@ -93,13 +93,12 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 static int chan_req(struct psc_chan *ch, enum psc_req_kind kind,
 		    struct ps_comm_request **out, char *err, size_t elen)
 {
-	int rc;
+	int rc = psc_ep_owner_failed(ch->ep, ch, err, elen);
 
-	if (ch->aborted)
-		return -ESHUTDOWN;
-	rc = psc_ep_owner_failed(ch->ep, ch, err, elen);
 	if (rc)
 		return rc;
+	if (ch->aborted)
+		return -ESHUTDOWN;
 	*out = psc_req_alloc(ch->ep, ch, kind);
 	return *out ? 0 : -ENOMEM;
 }

@@ -1,0 +1,154 @@
+/*
+ * Failure semantics on 4 ranks (run by tests/mp/live.sh):
+ *   --abort  rank 3 calls ps_comm_abort(comm, 42) while the others block
+ *            in an ANY_SOURCE receive, a nonblocking allreduce and a
+ *            barrier: each must end with PS_COMM_ERR_ABORTED naming rank
+ *            3, later calls fail at once, and finalize returns promptly.
+ *   --split  the world splits into {0, 1} and {2, 3}; rank 3 exits
+ *            without finalize. Everyone's world and rank 2's
+ *            sub-communicator fail naming rank 3; where a local death
+ *            does not poison the endpoint (tcp), {0, 1} keeps working
+ *            and its allreduce is checked bit for bit, and on shm it
+ *            fails too.
+ * Every wait is bounded by the launcher's timeout only: a hang fails.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "suite.h"
+
+static ps_comm_t comm;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* rc must be want, and the communicator's last error must mention what. */
+static void expect(ps_comm_t c, const char *test, int rc, int want,
+		   const char *what)
+{
+	char msg[512];
+
+	ps_comm_last_error(c, msg, sizeof(msg));
+	if (rc != want)
+		fail(test, "got %s, want %s (%s)", ps_comm_strerror(rc),
+		     ps_comm_strerror(want), msg);
+	else if (!strstr(msg, what))
+		fail(test, "last error \"%s\" does not say \"%s\"", msg, what);
+}
+
+static void test_abort(void)
+{
+	ps_comm_request_t req;
+	float x = 1;
+	char buf[8];
+	int rc;
+
+	CHECK_RC("abort", ps_comm_barrier(comm));
+	if (rank == 3) {
+		usleep(300 * 1000);
+		CHECK_RC("abort", ps_comm_abort(comm, 42));
+		rc = ps_comm_send(comm, buf, 1, 0, 1);
+		expect(comm, "abort: own send after it", rc,
+		       PS_COMM_ERR_ABORTED, "ps_comm_abort");
+	} else if (rank == 0) {
+		rc = ps_comm_recv(comm, buf, sizeof(buf), PS_COMM_ANY_SOURCE,
+				  PS_COMM_ANY_TAG, NULL);
+		expect(comm, "abort: ANY_SOURCE receive", rc,
+		       PS_COMM_ERR_ABORTED, "rank 3 aborted");
+	} else if (rank == 1) {
+		CHECK_RC("abort", ps_comm_iallreduce(comm, PS_COMM_IN_PLACE, &x,
+						     1, PS_COMM_FLOAT32,
+						     PS_COMM_SUM, &req));
+		rc = ps_comm_wait(&req, NULL);
+		expect(comm, "abort: nonblocking allreduce", rc,
+		       PS_COMM_ERR_ABORTED, "rank 3 aborted");
+	} else {
+		rc = ps_comm_barrier(comm);
+		expect(comm, "abort: barrier", rc, PS_COMM_ERR_ABORTED,
+		       "rank 3 aborted");
+	}
+	if (rank != 3) {
+		rc = ps_comm_bcast(comm, buf, 1, PS_COMM_UINT8, 0);
+		expect(comm, "abort: a later collective", rc,
+		       PS_COMM_ERR_ABORTED, "rank 3 aborted");
+	}
+}
+
+static void test_split(void)
+{
+	ps_comm_t sub;
+	int32_t v, want = 0 + 1;
+	double t;
+	int rc;
+
+	CHECK_RC("split", ps_comm_split(comm, rank / 2, rank, &sub));
+	CHECK_RC("split", ps_comm_barrier(comm));
+	if (rank == 3)
+		_exit(0); /* no finalize: a death to the others */
+	t = now();
+	rc = ps_comm_barrier(comm);
+	expect(comm, "split: the world", rc, PS_COMM_ERR_PEER, "rank 3");
+	if (rank == 2) {
+		rc = ps_comm_recv(sub, &v, sizeof(v), 1, 0, NULL);
+		expect(sub, "split: receive from the dead rank", rc,
+		       PS_COMM_ERR_PEER, "rank 3");
+	} else {
+		const char *prov;
+
+		ps_comm_provider_name(comm, &prov);
+		v = rank;
+		rc = ps_comm_allreduce(sub, PS_COMM_IN_PLACE, &v, 1,
+				       PS_COMM_INT32, PS_COMM_SUM);
+		if (strncmp(prov, "shm", 3) == 0)
+			expect(sub, "split: shm fails the whole endpoint", rc,
+			       PS_COMM_ERR_PEER, "rank 3");
+		else if (rc || v != want)
+			fail("split", "{0, 1} without the dead rank: %s, %d",
+			     ps_comm_strerror(rc), (int)v);
+	}
+	rc = ps_comm_bcast(comm, &v, 1, PS_COMM_INT32, 0);
+	expect(comm, "split: the world, later", rc, PS_COMM_ERR_PEER,
+	       "rank 3");
+	if (now() - t > 10)
+		fail("split", "failures took %.1f s", now() - t);
+	ps_comm_finalize(sub);
+}
+
+int main(int argc, char **argv)
+{
+	double t;
+	int rc;
+
+	if (argc != 2 || (strcmp(argv[1], "--abort") && strcmp(argv[1], "--split"))) {
+		fprintf(stderr, "usage: live_suite --abort|--split\n");
+		return 2;
+	}
+	rc = ps_comm_init(&comm, NULL);
+	if (rc) {
+		fprintf(stderr, "not ok - ps_comm_init: %s\n",
+			ps_comm_strerror(rc));
+		return 1;
+	}
+	ps_comm_rank(comm, &rank);
+	ps_comm_size(comm, &size);
+	if (size != 4) {
+		fprintf(stderr, "not ok - live_suite needs 4 ranks\n");
+		return 1;
+	}
+	if (strcmp(argv[1], "--abort") == 0)
+		test_abort();
+	else
+		test_split();
+	t = now();
+	ps_comm_finalize(comm);
+	if (now() - t > 5)
+		fail("finalize", "took %.1f s after the failure", now() - t);
+	return failures ? 1 : 0;
+}
