@@ -90,8 +90,16 @@ static void test_split(void)
 
 	CHECK_RC("split", ps_comm_split(comm, rank / 2, rank, &sub));
 	CHECK_RC("split", ps_comm_barrier(comm));
-	if (rank == 3)
+	/* Rank 3 dies once every rank is past the barrier. */
+	if (rank == 3) {
+		for (int i = 0; i < 3; i++)
+			CHECK_RC("split", ps_comm_recv(comm, &v, sizeof(v),
+						       PS_COMM_ANY_SOURCE, 9,
+						       NULL));
 		_exit(0); /* no finalize: a death to the others */
+	}
+	v = rank;
+	CHECK_RC("split", ps_comm_send(comm, &v, sizeof(v), 3, 9));
 	t = now();
 	rc = ps_comm_barrier(comm);
 	expect(comm, "split: the world", rc, PS_COMM_ERR_PEER, "rank 3");
