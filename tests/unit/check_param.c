@@ -233,6 +233,10 @@ static const struct {
 	{"PS_COMM_MAX_MSG_SIZE", "12Q"},
 	{"PS_COMM_DETERMINISTIC", "yes"},
 	{"PS_COMM_SPIN_US", "nan"},
+	/* Zero would mean "fail at once": refused with what to set. */
+	{"PS_COMM_TIMEOUT", "0"},
+	{"PS_COMM_PEER_TIMEOUT", "0"},
+	{"PS_COMM_WATCHDOG", "2"},
 };
 
 START_TEST(test_load_invalid)
