@@ -78,6 +78,14 @@ run_ranks() {
 
 # --- Launcher tests: the caller sets tmp to a scratch directory. ----------
 
+# launcher_scratch NAME: make $tmp, removed at exit, for a launcher test.
+launcher_scratch() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+	trap 'rm -rf "$tmp"' EXIT
+	trap 'exit 1' INT TERM HUP
+	failed=0
+}
+
 # run ARGS...: run the launcher, keeping its status in $rc, its output in
 # $tmp/out and $tmp/err and its duration in whole seconds in $secs.
 # shellcheck disable=SC2154

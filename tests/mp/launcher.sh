@@ -22,14 +22,10 @@ fi
 # The ranks' view of these is what is under test.
 unset PS_COMM_ROOT FI_PROVIDER PS_COMM_OP_TIMEOUT
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/launcher.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM HUP
-failed=0
-
 # ok, not_ok, check and the launcher helpers (run, quick, gone) come from
 # common.sh.
 . "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
+launcher_scratch launcher
 
 # --- environment -----------------------------------------------------------
 

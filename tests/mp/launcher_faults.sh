@@ -22,14 +22,10 @@ fi
 unset PS_COMM_ROOT FI_PROVIDER PS_COMM_OP_TIMEOUT HFI_NO_BACKTRACE \
 	IPATH_NO_BACKTRACE
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/launcher_faults.XXXXXX") || exit 1
-trap 'rm -rf "$tmp"' EXIT
-trap 'exit 1' INT TERM HUP
-failed=0
-
 # ok, not_ok, check and the launcher helpers (run, quick, alive, gone) come
 # from common.sh.
 . "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
+launcher_scratch launcher_faults
 
 # says REGEX: the launcher's stderr has a line matching REGEX; not_says:
 # it has none.
