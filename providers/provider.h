@@ -133,6 +133,15 @@ struct psc_provider_ops {
 	const char *no_cma_env;
 	/* The variable that selects a RoCE port's GID index (verbs). */
 	const char *gid_env;
+	/*
+	 * Remove the files that back shared-memory queues nobody will close:
+	 * the endpoint named addr (addrlen bytes, as fi_getname gave it),
+	 * when its owner must leave it unclosed, and, for pid > 0, every
+	 * one of that dead process. They would otherwise fill /dev/shm, and
+	 * a new process with the same pid could not open its endpoint. NULL
+	 * for families without such files (left NULL by the lookup too).
+	 */
+	void (*remove_regions)(const void *addr, size_t addrlen, int pid);
 };
 
 /*

@@ -18,7 +18,40 @@
  * smr_progress_cmd in 1.17). A peer killed while holding one leaves it
  * held forever, hence peer_locks.
  */
+#include <dirent.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "provider.h"
+
+/*
+ * An endpoint's queues live in /dev/shm under its name without the
+ * "fi_shm://" scheme: "PID:DOMAIN:EP".
+ */
+static void shm_remove_regions(const void *addr, size_t addrlen, int pid)
+{
+	char name[256], prefix[24];
+	const char *sep;
+	struct dirent *d;
+	DIR *dir;
+	int n;
+
+	if (addr && addrlen && addrlen < sizeof(name)) {
+		memcpy(name, addr, addrlen);
+		name[addrlen] = '\0';
+		sep = strstr(name, "://");
+		shm_unlink(sep ? sep + 3 : name);
+	}
+	if (pid <= 0 || !(dir = opendir("/dev/shm")))
+		return;
+	n = snprintf(prefix, sizeof(prefix), "%d:", pid);
+	while ((d = readdir(dir)) != NULL)
+		if (strncmp(d->d_name, prefix, (size_t)n) == 0)
+			shm_unlink(d->d_name);
+	closedir(dir);
+}
 
 static const struct psc_tunable shm_tunables[] = {
 	{"FI_SHM_DISABLE_CMA", "1: no cross-memory attach (containers "
@@ -48,4 +81,5 @@ const struct psc_provider_ops psc_shm_ops = {
 	.derive_caps = shm_derive_caps,
 	.tunables = shm_tunables,
 	.no_cma_env = "FI_SHM_DISABLE_CMA",
+	.remove_regions = shm_remove_regions,
 };

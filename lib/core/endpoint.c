@@ -147,6 +147,9 @@ static void ep_close(struct psc_ep *ep)
 		psc_log(PSC_LOG_INFO, ep->fab.rank, "endpoint on %s left "
 			"unclosed: a node-local peer died and may hold its "
 			"locks", psc_fab_provider(&ep->fab));
+		if (ep->fab.prov->remove_regions)
+			ep->fab.prov->remove_regions(ep->fab.name,
+						     ep->fab.namelen, 0);
 		return;
 	}
 	psc_fab_close_ep(&ep->fab);

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "live/live.h"
+#include "provider.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -201,6 +202,26 @@ static void poison(struct psc_live *l, int r)
 			}
 }
 
+/* Whether the process behind pidfd fd (-1: none) has exited. */
+static bool exited(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+
+	return fd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* The shared-memory files a dead node-local rank r leaves. Lock held. */
+static void remove_regions(struct psc_live *l, int r)
+{
+	const struct psc_provider_ops *prov;
+
+	if (!is_local(l, r) || !l->watches)
+		return;
+	prov = psc_provider_lookup(psc_ep_provider(l->watches->ep));
+	if (prov->remove_regions)
+		prov->remove_regions(NULL, 0, l->peers[r].pid);
+}
+
 /*
  * Fail every watched communicator with world rank r (-1: all), and every
  * one on a poisoned endpoint, which can make no progress. Lock held.
@@ -272,6 +293,8 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 		l->first = r;
 	poison(l, r);
 	fail_watches(l, r, -ECONNRESET, words);
+	if (exited(p->pidfd))
+		remove_regions(l, r); /* orphans now; a stopped one keeps its */
 	if (l->cfg.rank == 0)
 		for (int i = 0; i < l->nlinks; i++)
 			if (l->links[i].fd >= 0 && l->links[i].rank > 0 &&

@@ -216,8 +216,14 @@ run_rep() {
 	read -r lo hi <<<"$(case_delay "$case")"
 	mkdir -p "$dir"
 	echo "case $case provider $prov victim $v T=$T port $port: fault_prog $args" >"$dir/summary"
+	# A rank killed before it joined the rendezvous cannot be told from
+	# a late one: the others give up after PS_COMM_TIMEOUT, so the
+	# bootstrap case bounds that by T too (doc/faults.md).
+	local boot=${PS_COMM_TIMEOUT:-120}
+	[ "$case" = bootstrap ] && boot=$T
 	# shellcheck disable=SC2086
-	FI_PROVIDER=$prov fault_launch "$dir" "$nranks" "127.0.0.1:$port" "$PROG" $args
+	PS_COMM_TIMEOUT=$boot FI_PROVIDER=$prov \
+		fault_launch "$dir" "$nranks" "127.0.0.1:$port" "$PROG" $args
 	for ((i = 0; i < nranks; i++)); do
 		if [ "$(expect "$case")" = clean ] || [ "$i" != "$v" ]; then
 			others+=("$i")
