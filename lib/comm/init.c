@@ -54,12 +54,13 @@ int psc_comm_failure(struct ps_comm *c, int rc)
 }
 
 /*
- * An operation of c failed with a peer-class error (a CQ error, a broken
- * connection) or was cancelled under us (rxm cancels what was queued on
- * a connection that broke). The monitor usually knows which rank died
- * by now, or within a moment, and has words naming it: the result is
- * then c's failure. A peer error it does not learn of still fails c as
- * a whole, with what the operation saw.
+ * An operation of c failed with a peer-class error (a broken connection),
+ * was cancelled under us (rxm cancels what was queued on a connection
+ * that broke), or the provider failed it (shm: EIO copying from a dead
+ * peer). The monitor usually knows which rank died by now, or within a
+ * moment, and has words naming it: the result is then c's failure. A
+ * peer error it does not learn of still fails c as a whole, with what
+ * the operation saw; the others stay as they are.
  */
 static int peer_failure(struct ps_comm *c, int rc, char *msg, size_t len)
 {
@@ -89,9 +90,14 @@ int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,
 		status->error = psc_err_from_fi(status->error);
 	snprintf(msg, sizeof(msg), "%s", words ? words : "");
 	free(words);
-	if (psc_err_from_fi(rc) == PS_COMM_ERR_PEER ||
-	    psc_err_from_fi(rc) == PS_COMM_ERR_CANCELED)
+	switch (psc_err_from_fi(rc)) {
+	case PS_COMM_ERR_PEER:
+	case PS_COMM_ERR_CANCELED:
+	case PS_COMM_ERR_SYSTEM:   /* shm: EIO reading a dead peer's memory */
+	case PS_COMM_ERR_PROVIDER:
 		rc = peer_failure(c, rc, msg, sizeof(msg));
+		break;
+	}
 	if (rc == -ETIMEDOUT && !msg[0])
 		snprintf(msg, sizeof(msg), "%s timed out after "
 			 "PS_COMM_OP_TIMEOUT=%g s: %s", what, c->op_timeout,

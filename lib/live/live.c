@@ -20,6 +20,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -134,6 +136,20 @@ static int pidfd_open(int pid)
 #endif
 }
 
+/*
+ * A link's socket: non-blocking, and without Nagle's delay. A frame held
+ * back behind an unacknowledged heartbeat would die with a process that
+ * exits right after (closing with unread data resets the connection and
+ * drops what was queued), and a death it relays would never arrive.
+ */
+static void link_setup(int fd)
+{
+	int one = 1;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
 /* Send one frame without blocking; false when the link is broken. */
 static bool send_frame(struct link *k, int type, int rank, const void *pl,
 		       size_t plen)
@@ -210,16 +226,21 @@ static bool exited(int fd)
 	return fd >= 0 && poll(&p, 1, 0) == 1;
 }
 
-/* The shared-memory files a dead node-local rank r leaves. Lock held. */
-static void remove_regions(struct psc_live *l, int r)
+/*
+ * Dead rank r's process is gone: remove the shared-memory files it left
+ * (a stopped one keeps them), and stop watching it. Lock held.
+ */
+static void gone(struct psc_live *l, int r)
 {
 	const struct psc_provider_ops *prov;
 
-	if (!is_local(l, r) || !l->watches)
-		return;
-	prov = psc_provider_lookup(psc_ep_provider(l->watches->ep));
-	if (prov->remove_regions)
-		prov->remove_regions(NULL, 0, l->peers[r].pid);
+	if (l->watches) {
+		prov = psc_provider_lookup(psc_ep_provider(l->watches->ep));
+		if (prov->remove_regions)
+			prov->remove_regions(NULL, 0, l->peers[r].pid);
+	}
+	close(l->peers[r].pidfd);
+	l->peers[r].pidfd = -1;
 }
 
 /*
@@ -291,22 +312,20 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 		words);
 	if (l->first < 0)
 		l->first = r;
-	poison(l, r);
-	fail_watches(l, r, -ECONNRESET, words);
-	if (exited(p->pidfd))
-		remove_regions(l, r); /* orphans now; a stopped one keeps its */
+	/* Relay first: this process may exit as soon as it fails. */
 	if (l->cfg.rank == 0)
 		for (int i = 0; i < l->nlinks; i++)
 			if (l->links[i].fd >= 0 && l->links[i].rank > 0 &&
 			    l->links[i].rank != r)
 				send_frame(&l->links[i], F_DEAD, r, words,
 					   strlen(words));
+	poison(l, r);
+	fail_watches(l, r, -ECONNRESET, words);
+	if (exited(p->pidfd))
+		gone(l, r);
 	if ((k = link_of(l, r)) != NULL)
 		close_link(k);
-	if (p->pidfd >= 0) {
-		close(p->pidfd);
-		p->pidfd = -1;
-	}
+	/* Its pidfd stays until the process is gone (a link closes first). */
 	pthread_cond_broadcast(&l->cond);
 }
 
@@ -511,6 +530,7 @@ static void accept_link(struct psc_live *l)
 
 	if (fd < 0)
 		return;
+	link_setup(fd);
 	for (int i = 0; i < l->nlinks; i++)
 		unbound += l->links[i].fd >= 0 && l->links[i].rank < 0;
 	if (unbound >= UNBOUND_MAX || l->nlinks >= l->maxlinks) {
@@ -566,6 +586,7 @@ static void fatal(struct psc_live *l, const struct watch *w,
 		  const struct psc_ep_probe *p, double secs)
 {
 	int r = rank_of_addr(w, p->addr);
+	const struct psc_provider_ops *prov;
 	char peer[64] = "";
 
 	if (r >= 0)
@@ -577,6 +598,14 @@ static void fatal(struct psc_live *l, const struct watch *w,
 		psc_ep_provider(w->ep), secs, ps_comm_strerror(PS_COMM_ERR_PEER),
 		death_words(l, r),
 		PSC_LIVE_EXIT);
+	/* The endpoint will never be closed: its files go now. */
+	prov = psc_provider_lookup(psc_ep_provider(w->ep));
+	if (prov->remove_regions) {
+		size_t len;
+		const void *name = psc_ep_name(w->ep, &len);
+
+		prov->remove_regions(name, len, 0);
+	}
 	_exit(PSC_LIVE_EXIT);
 }
 
@@ -659,8 +688,10 @@ static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
 		pf[n] = (struct pollfd){.fd = l->links[i].fd, .events = POLLIN};
 		who[n++] = i;
 	}
+	/* A suspect's pidfd fired already: rank 0's verdict decides. */
 	for (int r = 0; r < l->cfg.size; r++)
-		if (l->peers[r].pidfd >= 0) {
+		if (l->peers[r].pidfd >= 0 && !(l->peers[r].suspect &&
+						 l->peers[r].state != P_DEAD)) {
 			pf[n] = (struct pollfd){.fd = l->peers[r].pidfd,
 						.events = POLLIN};
 			who[n++] = l->maxlinks + r;
@@ -698,8 +729,13 @@ static void *run(void *arg)
 					link_read(l, &l->links[who[i]]);
 			} else if (l->peers[who[i] - l->maxlinks].pidfd ==
 				   pf[i].fd) {
-				peer_died(l, who[i] - l->maxlinks,
-					  "died: its process exited");
+				int r = who[i] - l->maxlinks;
+
+				if (l->peers[r].state == P_DEAD)
+					gone(l, r);
+				else
+					peer_died(l, r,
+						  "died: its process exited");
 			}
 		}
 		tick(l, psc_now());
@@ -813,7 +849,7 @@ static int join(struct psc_live *l, char *err, size_t len)
 			 strerror(last));
 		return -ECONNRESET;
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	link_setup(fd);
 	l->links[0] = (struct link){.fd = fd, .rank = 0, .since = psc_now(),
 				    .last_rx = psc_now()};
 	l->nlinks = 1;
