@@ -121,7 +121,12 @@ static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
 	bool injected;
 	ssize_t rc;
 
-	if (psc_ep_poisoned(ep))
+	/*
+	 * Nothing enters the provider for a failed owner: the pieces a
+	 * completion would post next go to a dead peer, and rxm (1.17) can
+	 * crash posting a receive for a connection it tore down.
+	 */
+	if (psc_ep_poisoned(ep) || psc_ep_owner_failed(ep, r->owner, NULL, 0))
 		return -ECONNRESET;
 	if (ep->post_limit[d] && ep->posted[d] >= ep->post_limit[d])
 		return -FI_EAGAIN;
