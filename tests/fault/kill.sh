@@ -80,7 +80,7 @@ if [ ! -x "$PROG" ]; then
 	echo "kill.sh: $PROG not built (make check builds it)" >&2
 	exit 2
 fi
-outdir=$top_builddir/tests/fault
+outdir=${FAULT_OUT:-$top_builddir/tests/fault}	# FAULT_OUT: elsewhere
 logs=$outdir/logs
 rm -rf "$logs"
 mkdir -p "$logs"
