@@ -10,6 +10,10 @@
 #
 # Times are integer microseconds (EPOCHREALTIME without its point).
 #
+# libpsm2 and libinfinipath, which libfabric loads, turn a crash into a
+# backtrace and exit(1); without them it counts as the crash it is.
+export HFI_NO_BACKTRACE=1 IPATH_NO_BACKTRACE=1
+#
 # Per rank i of the current run (fault_launch):
 #	F_PID[i]	the program's pid	F_WATCH[i]	its watcher's pid
 #	F_RC[i]		exit status ("" while running; 128+N: signal N)
