@@ -78,6 +78,16 @@ run_ranks() {
 
 # --- Launcher tests: the caller sets tmp to a scratch directory. ----------
 
+# wait_lines FILE N: wait up to 5 s until FILE has N lines (ranks wrote
+# their pids).
+wait_lines() {
+	i=0
+	while [ "$(wc -l <"$1")" -lt "$2" ] && [ "$i" -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+}
+
 # launcher_scratch NAME: make $tmp, removed at exit, for a launcher test.
 launcher_scratch() {
 	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1

@@ -119,11 +119,7 @@ check "a timeout that does not expire changes nothing" status_quick 0
 "$RUN" -n 2 sh -c 'echo $$ >>"$0"; exec sleep 60' "$tmp/pids" \
 	>/dev/null 2>&1 &
 pid=$!
-i=0
-while [ "$(wc -l <"$tmp/pids")" -lt 2 ] && [ "$i" -lt 50 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_lines "$tmp/pids" 2
 kill -TERM "$pid"
 wait "$pid"
 rc=$?

@@ -119,11 +119,7 @@ check "a timeout in the grace period: the last line names the failure" \
 "$RUN" -n 2 -- sh -c 'echo $$ >>"$0"; exec sleep 100' "$tmp/pids" \
 	>/dev/null 2>&1 &
 pid=$!
-i=0
-while [ "$(wc -l <"$tmp/pids")" -lt 2 ] && [ "$i" -lt 50 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
+wait_lines "$tmp/pids" 2
 kill -KILL "$pid"
 wait "$pid" 2>/dev/null
 sleep 1
