@@ -31,6 +31,22 @@
 
 #define SW_BOUNCES 64
 
+/*
+ * Bounce buffers to keep posted: at most half of the receives the
+ * provider takes (ep->post_limit[1]), so that exact receives (a large
+ * message's chunks) always find room. All of them posted on a short
+ * queue (FI_OFI_RXM_RX_SIZE=64) left chunks queued behind bounces that no
+ * message would complete, and the job hung.
+ */
+static int sw_bounces(const struct psc_ep *ep)
+{
+	size_t limit = ep->post_limit[1];
+
+	if (!limit || limit / 2 >= SW_BOUNCES)
+		return SW_BOUNCES;
+	return limit >= 2 ? (int)(limit / 2) : 1;
+}
+
 /* An arrival that no receive wanted yet. */
 struct psc_sw_unexp {
 	struct psc_sw_unexp *next;
@@ -55,18 +71,19 @@ static int post_bounce(struct psc_ep *ep, struct ps_comm_request *b)
 int psc_sw_open(struct psc_ep *ep)
 {
 	size_t each = PSC_SW_HDR + ep->sw_eager;
+	int n = sw_bounces(ep);
 	struct psc_mr *slab_mr;
 	int rc = 0;
 
 	/* One slab, so one registration covers every bounce buffer. */
-	ep->sw_slab = malloc(SW_BOUNCES * each);
+	ep->sw_slab = malloc((size_t)n * each);
 	if (!ep->sw_slab)
 		return -ENOMEM;
 	pthread_mutex_lock(&ep->lock);
 	if (ep->fab.mr_local)
-		rc = psc_mr_pin(ep->fab.mr, ep->sw_slab, SW_BOUNCES * each,
+		rc = psc_mr_pin(ep->fab.mr, ep->sw_slab, (size_t)n * each,
 				&slab_mr);
-	for (int i = 0; i < SW_BOUNCES && !rc; i++) {
+	for (int i = 0; i < n && !rc; i++) {
 		struct ps_comm_request *b = psc_req_alloc(ep, NULL, PSC_REQ_BOUNCE);
 
 		if (!b) {
