@@ -19,10 +19,13 @@
  * "fault_prog: rank R: FUNCTION failed: TEXT (CODE): LAST_ERROR" on stderr
  * and exits with -CODE (5 for PS_COMM_ERR_PEER, 7 for BOOTSTRAP, ...); a
  * wrong result prints "WRONG RESULT ..." and exits 9; success exits 0.
- * The mixed phase also prints "stats rank=R t=SECS rss_kib=N fds=N" every
- * 10 seconds.
+ * The mixed phase also prints "stats rank=R t=SECS iter=N rss_kib=N fds=N
+ * heap_kib=N mmap_kib=N" every 10 seconds: the resident set, open
+ * descriptors, and malloc's bytes in use (every arena) and in mmapped
+ * chunks.
  */
 #include <dirent.h>
+#include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -542,8 +545,11 @@ static int open_fds(void)
 
 static void print_stats(const struct ctx *c)
 {
-	printf("stats rank=%d t=%.0f iter=%ld rss_kib=%ld fds=%d\n", c->rank,
-	       now() - c->t0, c->iter, rss_kib(), open_fds());
+	struct mallinfo2 mi = mallinfo2();
+
+	printf("stats rank=%d t=%.0f iter=%ld rss_kib=%ld fds=%d heap_kib=%zu "
+	       "mmap_kib=%zu\n", c->rank, now() - c->t0, c->iter, rss_kib(),
+	       open_fds(), mi.uordblks / 1024, mi.hblkhd / 1024);
 	fflush(stdout);
 }
 

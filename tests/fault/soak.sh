@@ -3,8 +3,9 @@
 # collectives, 0 B to 16 MiB, every result checked) on 8 local ranks for
 # 600 s, then a check that nothing leaks: on every rank the last resident
 # set sample is at most 1.1 times the one after the warm-up plus 16 MiB,
-# and no more descriptors are open than after the warm-up. Prints the
-# figures of each rank; logs are under tests/fault/logs-soak/.
+# the heap in use (malloc's, every arena) grew by at most 1 MiB, and no
+# more descriptors are open than after the warm-up. Prints the figures of
+# each rank; logs are under tests/fault/logs-soak/.
 #
 #	tests/fault/soak.sh [-n RANKS] [-d SECS] [-w WARMUP] [-p PROVIDER]
 #			    [-r SEED]
@@ -50,15 +51,17 @@ trap 'fault_kill_all' EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# sample FILE T: "rss fds" of the first stats line at T seconds or later
-# (the last line when T is "last").
+# sample FILE T: "rss fds heap" of the first stats line at T seconds or
+# later (the last line when T is "last").
 sample() {
 	awk -v t="$2" '
 		$1 != "stats" { next }
 		{ for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] } }
-		t == "last" { r = f["rss_kib"]; d = f["fds"]; next }
-		f["t"] + 0 >= t + 0 && r == "" { r = f["rss_kib"]; d = f["fds"] }
-		END { if (r != "") print r, d }' "$1"
+		t == "last" { r = f["rss_kib"]; d = f["fds"]; h = f["heap_kib"]; next }
+		f["t"] + 0 >= t + 0 && r == "" {
+			r = f["rss_kib"]; d = f["fds"]; h = f["heap_kib"]
+		}
+		END { if (r != "") print r, d, h }' "$1"
 }
 
 echo "# soak: $nranks ranks, $prov, ${dur} s of fault_prog mixed (seed $seed), warm-up ${warm} s"
@@ -70,13 +73,14 @@ t0=$(fault_now)
 fault_wait $((t0 + (dur + 120) * 1000000)) $(seq 0 $((nranks - 1))) || true
 
 failed=0
-printf '%-5s %-8s %12s %12s %8s %8s %8s  %s\n' rank outcome \
-	"rss@${warm}s" "rss_last" growth "fds@${warm}s" fds_last verdict
+printf '%-5s %-8s %12s %12s %8s %10s %10s %8s %8s  %s\n' rank outcome \
+	"rss@${warm}s" "rss_last" growth "heap@${warm}s" heap_last \
+	"fds@${warm}s" fds_last verdict
 for ((i = 0; i < nranks; i++)); do
 	out=$logs/rank$i.out
 	class=$(fault_classify "$i" clean x)
-	read -r r0 d0 <<<"$(sample "$out" "$warm")" || true
-	read -r r1 d1 <<<"$(sample "$out" last)" || true
+	read -r r0 d0 h0 <<<"$(sample "$out" "$warm")" || true
+	read -r r1 d1 h1 <<<"$(sample "$out" last)" || true
 	verdict=ok
 	if [ "$class" != ok ]; then
 		verdict="$(fault_describe "$i")"
@@ -84,19 +88,21 @@ for ((i = 0; i < nranks; i++)); do
 		verdict="no stats after ${warm} s"
 	elif [ "$r1" -gt $((r0 * 11 / 10 + 16384)) ]; then
 		verdict="resident set grew more than 10% + 16 MiB"
+	elif [ "$h1" -gt $((h0 + 1024)) ]; then
+		verdict="heap in use grew more than 1 MiB"
 	elif [ "$d1" -gt "$d0" ]; then
 		verdict="descriptors grew"
 	fi
 	[ "$verdict" = ok ] || failed=1
-	printf '%-5s %-8s %12s %12s %8s %8s %8s  %s\n' "$i" "$class" \
+	printf '%-5s %-8s %12s %12s %8s %10s %10s %8s %8s  %s\n' "$i" "$class" \
 		"${r0:--}" "${r1:--}" \
 		"$([ -n "${r0:-}" ] && [ -n "${r1:-}" ] && echo $((r1 - r0)) || echo -)" \
-		"${d0:--}" "${d1:--}" "$verdict"
-	r0='' r1='' d0='' d1=''
+		"${h0:--}" "${h1:--}" "${d0:--}" "${d1:--}" "$verdict"
+	r0='' r1='' d0='' d1='' h0='' h1=''
 done
 iters=$(awk '$1 == "stats" { for (i = 2; i <= NF; i++) if ($i ~ /^iter=/) n = substr($i, 6) }
 	END { print n + 0 }' "$logs/rank0.out")
-echo "# rank 0 ran $iters operations; resident sets in KiB"
+echo "# rank 0 ran $iters operations; resident sets and heaps in KiB"
 if [ "$failed" = 1 ]; then
 	echo "# FAILED"
 	exit 1
