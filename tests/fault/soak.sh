@@ -7,6 +7,15 @@
 # more descriptors are open than after the warm-up. Prints the figures of
 # each rank; logs are under tests/fault/logs-soak/.
 #
+# FI_UNIVERSE_SIZE defaults to the rank count here (unless set): rxm sizes
+# its message completion ring as tx_size x FI_UNIVERSE_SIZE entries (12 MiB
+# at libfabric's default of 256), allocated at startup and touched one
+# entry at a time until it has wrapped once, which takes far longer than
+# the warm-up and would read as growth. glibc's per-thread cache is off
+# (GLIBC_TUNABLES=glibc.malloc.tcache_count=0, unless GLIBC_TUNABLES is
+# set), because malloc counts the chunks it caches as in use, so the heap
+# figure would creep up as the cache fills. doc/faults.md has the figures.
+#
 #	tests/fault/soak.sh [-n RANKS] [-d SECS] [-w WARMUP] [-p PROVIDER]
 #			    [-r SEED]
 #
@@ -64,7 +73,9 @@ sample() {
 		END { if (r != "") print r, d, h }' "$1"
 }
 
-echo "# soak: $nranks ranks, $prov, ${dur} s of fault_prog mixed (seed $seed), warm-up ${warm} s"
+export FI_UNIVERSE_SIZE="${FI_UNIVERSE_SIZE:-$nranks}"
+export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.tcache_count=0}"
+echo "# soak: $nranks ranks, $prov, ${dur} s of fault_prog mixed (seed $seed), warm-up ${warm} s, FI_UNIVERSE_SIZE=$FI_UNIVERSE_SIZE"
 free_port
 FI_PROVIDER=$prov fault_launch "$logs" "$nranks" "127.0.0.1:$port" \
 	"$PROG" mixed -d "$dur" -r "$seed"
