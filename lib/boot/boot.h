@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/auth.h"
 #include "net/net.h"
 #include "ps_comm.h"
 #include "util/param.h"
@@ -46,6 +47,12 @@ struct psc_boot_plan {
 	char root[300];		  /* host:port for tcp, else "" */
 	bool have_iface;
 	struct psc_iface iface;	  /* when have_iface */
+	/*
+	 * The job key's sub-keys (PS_COMM_JOB_KEY or its file). When none
+	 * is set, the pmix store may make one: psc_boot_exchange updates
+	 * this, and the caller passes it on to its other listeners.
+	 */
+	struct psc_auth_key key;
 };
 
 /*
@@ -58,19 +65,21 @@ int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 
 /*
  * Fill the parts of rec that the bootstrap owns (version, settings
- * text and hash, host name); the caller adds provider, address format,
- * context and address.
+ * text, host name); the caller adds provider, address format, context
+ * and address. psc_boot_exchange computes the keyed settings hash.
  */
 void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p);
 
 /*
- * Publish me, read every rank's record in rank order, check each against
- * me and hand it to peer(arg, rank, rec), which returns 0 or a negative
- * errno with words in err. *local receives how many ranks share this
- * host. Blocks until the plan's timeout at most.
+ * Publish me, MACed with the job key and bound to this rendezvous and
+ * rank, read every rank's record in rank order, verify its MAC (-EACCES
+ * when it does not), check it against me and hand it to peer(arg, rank,
+ * rec), which returns 0 or a negative errno with words in err. *local
+ * receives how many ranks share this host. Blocks until the plan's
+ * timeout at most.
  */
-int psc_boot_exchange(const struct psc_boot_plan *b,
+int psc_boot_exchange(struct psc_boot_plan *b,
 		      const struct psc_boot_record *me,
 		      int (*peer)(void *arg, int rank,
 				  const struct psc_boot_record *rec,

@@ -81,7 +81,7 @@ void psc_boot_record_init(struct psc_boot_record *rec,
 {
 	memset(rec, 0, sizeof(*rec));
 	snprintf(rec->version, sizeof(rec->version), "%s", ps_comm_version());
-	rec->hash = psc_params_agree_text(p, rec->agree, sizeof(rec->agree));
+	psc_params_agree_text(p, rec->agree, sizeof(rec->agree));
 	gethostname(rec->host, sizeof(rec->host) - 1);
 }
 
@@ -247,7 +247,7 @@ static int pick_backend(struct psc_boot_plan *b, const ps_comm_attr_t *attr)
 	return 0;
 }
 
-static int store_open(struct psc_store *s, const struct psc_boot_plan *b)
+static int store_open(struct psc_store *s, struct psc_boot_plan *b)
 {
 	if (strcmp(b->spec, "tcp") == 0) {
 		if (!b->root[0]) {
@@ -256,12 +256,20 @@ static int store_open(struct psc_store *s, const struct psc_boot_plan *b)
 				 "MASTER_ADDR and MASTER_PORT)");
 			return -EINVAL;
 		}
-		return psc_store_tcp_open(s, b->root, b->params);
+		return psc_store_tcp_open(s, b->root, b->params, &b->key);
 	}
 	if (strncmp(b->spec, "file:", 5) == 0)
 		return psc_store_file_open(s, b->spec + 5);
-	if (strcmp(b->spec, "pmix") == 0)
-		return psc_store_pmix_open(s);
+	if (strcmp(b->spec, "pmix") == 0) {
+		/* The launcher is trusted: it hands out a key of its own. */
+		int rc = psc_store_pmix_open(s, !b->key.keyed);
+
+		if (rc == 0 && s->made_key[0])
+			rc = psc_auth_key_load(&b->key, s->made_key, s->err,
+					       sizeof(s->err));
+		explicit_bzero(s->made_key, sizeof(s->made_key));
+		return rc;
+	}
 	snprintf(s->err, sizeof(s->err), "PS_COMM_BOOTSTRAP=\"%s\" is not "
 		 "auto, tcp, file:DIR or pmix", b->spec);
 	return -EINVAL;
@@ -301,6 +309,8 @@ int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 	b->params = p;
 	b->rank = rank;
 	b->size = size;
+	if (psc_auth_key_load(&b->key, p->job_key, err, len))
+		return -EINVAL;
 	if (pick_backend(b, attr)) {
 		snprintf(err, len, "no rendezvous for a job of %d ranks: set "
 			 "PS_COMM_ROOT=host:port (or MASTER_ADDR and "
@@ -331,6 +341,19 @@ static int gather(const struct psc_boot_plan *b, struct psc_store *s,
 		rc = s->ops->get(s, r, "rec", &val, &vlen);
 		if (rc)
 			return rc;
+		if (vlen < PSC_AUTH_MAC_LEN ||
+		    psc_auth_record_check(&b->key, s->session, r, "rec", val,
+					  vlen - PSC_AUTH_MAC_LEN,
+					  (uint8_t *)val + vlen -
+						  PSC_AUTH_MAC_LEN) != 0) {
+			free(val);
+			snprintf(s->err, sizeof(s->err), "the bootstrap record "
+				 "of rank %d does not verify: it was forged, or "
+				 "published with another PS_COMM_JOB_KEY or in "
+				 "another rendezvous", r);
+			return -EACCES;
+		}
+		vlen -= PSC_AUTH_MAC_LEN;
 		if (!rec_decode(val, vlen, &them)) {
 			free(val);
 			snprintf(s->err, sizeof(s->err), "malformed bootstrap "
@@ -350,15 +373,16 @@ static int gather(const struct psc_boot_plan *b, struct psc_store *s,
 	return 0;
 }
 
-int psc_boot_exchange(const struct psc_boot_plan *b,
-		      const struct psc_boot_record *me,
+int psc_boot_exchange(struct psc_boot_plan *b,
+		      const struct psc_boot_record *me_in,
 		      int (*peer)(void *arg, int rank,
 				  const struct psc_boot_record *rec,
 				  char *err, size_t len),
 		      void *arg, int *local, char *err, size_t len)
 {
 	struct psc_store s = {0};
-	uint8_t buf[2048];
+	struct psc_boot_record mine = *me_in, *me = &mine;
+	uint8_t buf[2048 + PSC_AUTH_MAC_LEN];
 	size_t n;
 	int rc;
 
@@ -368,15 +392,20 @@ int psc_boot_exchange(const struct psc_boot_plan *b,
 	psc_log(PSC_LOG_INFO, b->rank, "bootstrap %s%s%s, %d ranks", b->spec,
 		strcmp(b->spec, "tcp") == 0 ? " at " : "",
 		strcmp(b->spec, "tcp") == 0 ? b->root : "", b->size);
-	n = rec_encode(me, buf, sizeof(buf));
-	if (!n) {
-		snprintf(err, len, "this rank's record does not fit %zu bytes",
-			 sizeof(buf));
-		return -EOVERFLOW;
-	}
 	rc = store_open(&s, b);
-	if (!rc)
-		rc = s.ops->put(&s, "rec", buf, n);
+	/* The key is known now (pmix may have made it). */
+	mine.hash = psc_auth_settings_hash(&b->key, mine.agree);
+	n = rec_encode(me, buf, sizeof(buf) - PSC_AUTH_MAC_LEN);
+	if (!rc && !n) {
+		snprintf(s.err, sizeof(s.err), "this rank's record does not "
+			 "fit %zu bytes", sizeof(buf) - PSC_AUTH_MAC_LEN);
+		rc = -EOVERFLOW;
+	}
+	if (!rc) {
+		psc_auth_record_mac(&b->key, s.session, b->rank, "rec", buf, n,
+				    buf + n);
+		rc = s.ops->put(&s, "rec", buf, n + PSC_AUTH_MAC_LEN);
+	}
 	if (!rc)
 		rc = s.ops->commit(&s);
 	if (!rc)

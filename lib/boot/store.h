@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "net/auth.h"
 #include "util/param.h"
 
 struct psc_store;
@@ -42,6 +43,13 @@ struct psc_store {
 	int size;
 	double deadline; /* psc_now() + PS_COMM_TIMEOUT */
 	char err[512];
+	/*
+	 * The rendezvous id that records are bound to (net/auth.h): the
+	 * tcp root's random session, all zero for file and pmix.
+	 */
+	uint8_t session[PSC_AUTH_SESSION_LEN];
+	/* A key the backend made for a job that set none (pmix), or "". */
+	char made_key[2 * 32 + 1];
 	void *priv;
 };
 
@@ -50,18 +58,14 @@ struct psc_store {
  * "host:port" for tcp. Returns 0 or a negative errno with s->err set.
  */
 int psc_store_tcp_open(struct psc_store *s, const char *root,
-		       const struct psc_params *p);
+		       const struct psc_params *p,
+		       const struct psc_auth_key *key);
 int psc_store_file_open(struct psc_store *s, const char *dir);
-int psc_store_pmix_open(struct psc_store *s);
+/* With make_key, rank 0 makes a random job key and hands it out. */
+int psc_store_pmix_open(struct psc_store *s, bool make_key);
 /* Whether PMIx support is compiled in and a PMIx server is present. */
 bool psc_store_pmix_available(void);
 /* Rank and size as PMIx reports them; -ENOSYS without PMIx. */
 int psc_store_pmix_rank_size(int *rank, int *size);
-
-/*
- * Job id for the tcp store: a hash of PS_COMM_JOB_KEY (of the empty key
- * when unset) in the high 48 bits; the low 16 count communicators.
- */
-uint64_t psc_store_job_id(const struct psc_params *p);
 
 #endif /* PSC_STORE_H */

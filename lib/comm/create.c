@@ -138,6 +138,7 @@ static int live_open(struct ps_comm *c, const struct psc_boot_plan *plan,
 		.watchdog = c->params.watchdog == 1,
 		.iface = &plan->iface,
 		.port_range = c->params.port_range,
+		.unauth_max = c->params.unauth_max,
 	};
 
 	c->world = calloc((size_t)c->ch.size, sizeof(*c->world));
@@ -161,6 +162,24 @@ static int live_start(struct ps_comm *c, char *err, size_t len)
 		c->live = NULL;
 	c->owns_live = rc == 0;
 	return rc;
+}
+
+/*
+ * A job across hosts without a key: anyone who reaches its ports can
+ * join or disturb it. Rank 0 says so once, with the way out.
+ */
+static void warn_no_key(const struct ps_comm *c,
+			const struct psc_boot_plan *plan, int local)
+{
+	if (plan->key.keyed || c->ch.rank != 0 || local >= c->ch.size)
+		return;
+	psc_log(PSC_LOG_WARN, 0, "this job spans several hosts and has no "
+		"PS_COMM_JOB_KEY: anyone who can reach its rendezvous and "
+		"liveness ports can join it as a rank or disturb it. Give "
+		"every rank the same secret, e.g. PS_COMM_JOB_KEY_FILE=FILE "
+		"with FILE made by 'umask 077; head -c 32 /dev/urandom | "
+		"base64 > FILE' (ps_comm_run and PMIx launchers do this "
+		"for you; doc/security.md)");
 }
 
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
@@ -205,8 +224,13 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 			       : 0;
 	rc = psc_boot_exchange(&plan, &me, add_peer, c, &local, err,
 			       sizeof(err));
-	if (!rc && c->live)
+	if (!rc)
+		warn_no_key(c, &plan, local);
+	if (!rc && c->live) {
+		psc_live_set_key(c->live, &plan.key);
 		rc = live_start(c, err, sizeof(err));
+	}
+	memset(&plan.key, 0, sizeof(plan.key));
 	if (rc && c->live) {
 		psc_live_release(c->live);
 		c->live = NULL;

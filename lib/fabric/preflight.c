@@ -22,6 +22,7 @@
 
 #include "fabric/preflight.h"
 #include "fabric/topo.h"
+#include "net/auth.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -55,27 +56,34 @@ static const char *const job_vars[] = {
 void psc_preflight_job_uuid(const struct psc_params *p, char *buf,
 			    size_t len)
 {
-	uint64_t h[2] = {PSC_FNV_INIT, PSC_FNV_INIT ^ 0x9e3779b97f4a7c15ULL};
 	const char *key = p ? p->job_key : getenv("PS_COMM_JOB_KEY");
+	struct psc_auth_key k;
+	uint8_t h[16];
+	char text[4096], err[128];
+	size_t used = 0;
 
-	for (int k = 0; k < 2; k++) {
-		h[k] = psc_fnv1a(h[k], "pscomm-uuid", 11);
-		if (key)
-			h[k] = psc_fnv1a(h[k], key, strlen(key) + 1);
-		for (size_t i = 0; i < PSC_ARRAY_SIZE(job_vars); i++) {
-			const char *v = getenv(job_vars[i]);
+	/*
+	 * A keyed hash (the key's own sub-key) of the job's identity: the
+	 * UUID travels in the provider's traffic, and an offline search of
+	 * it costs a stretched-key derivation per guess, as every MAC does.
+	 */
+	if (psc_auth_key_load(&k, key ? key : "", err, sizeof(err)) != 0)
+		psc_auth_key_load(&k, "", err, sizeof(err));
+	text[0] = '\0';
+	for (size_t i = 0; i < PSC_ARRAY_SIZE(job_vars); i++) {
+		const char *v = getenv(job_vars[i]);
 
-			/* Name and value, so "a"+"bc" differs from "ab"+"c". */
-			h[k] = psc_fnv1a(h[k], job_vars[i],
-					 strlen(job_vars[i]) + 1);
-			if (v)
-				h[k] = psc_fnv1a(h[k], v, strlen(v) + 1);
-		}
+		/* Name and value, so "a"+"bc" differs from "ab"+"c". */
+		PSC_APPEND(text, sizeof(text), used, "%s%c%s%c", job_vars[i],
+			   v ? '=' : '!', v ? v : "", 0x1f);
 	}
+	psc_auth_job_hash(&k, text, PSC_MIN(used, sizeof(text) - 1), h,
+			  sizeof(h));
+	memset(&k, 0, sizeof(k));
 	snprintf(buf, len, "%08" PRIx64 "-%04" PRIx64 "-%04" PRIx64
-		 "-%04" PRIx64 "-%012" PRIx64, h[0] >> 32,
-		 (h[0] >> 16) & 0xffff, h[0] & 0xffff, h[1] >> 48,
-		 h[1] & 0xffffffffffffU);
+		 "-%04" PRIx64 "-%012" PRIx64, psc_be_get(h, 4),
+		 psc_be_get(h + 4, 2), psc_be_get(h + 6, 2),
+		 psc_be_get(h + 8, 2), psc_be_get(h + 10, 6));
 }
 
 /* Whether this process holds CAP_SYS_PTRACE (bit 19 of CapEff). */

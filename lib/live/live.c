@@ -3,8 +3,12 @@
  *
  * Wire format on a star link, both ways: frames of an 8-byte header
  * (type, 0, payload length as 16 bits, rank as 32 bits, big-endian) and
- * at most FRAME_MAX bytes of payload. HELLO (rank: the sender; payload:
- * rank 0's token from its record) opens a link; BEAT says "alive"; DEAD
+ * at most FRAME_MAX bytes of payload. A link opens with the job key's
+ * handshake (net/auth.h): HELLO (rank: the sender; payload: its nonce),
+ * CHAL from rank 0 (its nonce and MAC), PROOF (the sender's MAC); until
+ * the proof checks out, the link is a stranger's, which gets a short
+ * deadline and one of at most PS_COMM_UNAUTH_MAX places (the oldest goes
+ * first) and whose loss is no death. BEAT says "alive"; DEAD
  * (rank: the dead one; payload: the words) reports or relays a death;
  * BYE says the sender leaves in good order, and rank 0 answers it with
  * its own BYE once it told the others with LEFT (rank: the one leaving),
@@ -27,22 +31,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include "live/live.h"
+#include "net/auth.h"
 #include "provider.h"
 #include "util/log.h"
 #include "util/util.h"
 
-enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT };
+enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF };
 
 #define HDR 8
 #define FRAME_MAX 480
-#define UNBOUND_MAX 16	      /* links that did not say HELLO yet */
-#define UNBOUND_S 5.0	      /* ... and how long they may take */
+#define UNBOUND_S 5.0	      /* how long a link may take to authenticate */
 #define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
 #define TICK_MS 100	      /* the thread's period: checks, watchdog */
 #define SUSPECT_S 5.0	      /* rank 0's verdict on a reported death */
@@ -52,7 +55,6 @@ enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
 struct peer {
 	char host[64];
 	char addr[80];	      /* rank 0: its listener, "ip:port" */
-	uint64_t token;	      /* rank 0: what a HELLO must carry */
 	char proc[96];	      /* kernel and pid namespace */
 	int pid;
 	int pidfd;	      /* same kernel and pid namespace, else -1 */
@@ -64,7 +66,9 @@ struct peer {
 
 struct link {
 	int fd;
-	int rank;	      /* -1 until its HELLO */
+	int rank;	      /* -1 until its PROOF checks out */
+	int claim;	      /* the rank its HELLO claims, or -1 */
+	struct psc_auth_hs hs;
 	double since, last_rx, last_tx;
 	size_t inlen;
 	uint8_t in[HDR + FRAME_MAX];
@@ -89,7 +93,7 @@ struct psc_live {
 	double beat;
 	int listen_fd;
 	char addr[80];
-	uint64_t token;
+	struct psc_auth_key key;
 	char proc[96];
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
@@ -404,12 +408,41 @@ static void aborted(struct psc_live *l, int from, const uint8_t *pl,
 
 /* -------------------------------------------------------- receiving */
 
-/* A HELLO on an unbound link (rank 0): bind it, or false to drop it. */
+/* What a liveness handshake binds: the claimed rank and the size. */
+static void live_bind(uint8_t *b, int r, int size)
+{
+	psc_be_put(b, (uint32_t)r, 4);
+	psc_be_put(b + 4, (uint32_t)size, 4);
+}
+
+/* A HELLO on a stranger's link (rank 0): challenge it, or false. */
 static bool hello(struct psc_live *l, struct link *k, int r,
 		  const uint8_t *pl, size_t plen)
 {
-	if (plen != 8 || psc_be_get(pl, 8) != l->token || r <= 0 ||
-	    r >= l->cfg.size || l->peers[r].state != P_PENDING)
+	uint8_t bind[8], chal[PSC_AUTH_CHAL_LEN];
+
+	if (k->claim >= 0 || r <= 0 || r >= l->cfg.size ||
+	    l->peers[r].state != P_PENDING)
+		return false;
+	live_bind(bind, r, l->cfg.size);
+	if (psc_auth_server_chal(&k->hs, &l->key, PSC_AUTH_LIVE, bind,
+				 sizeof(bind), pl, plen, NULL, chal) != 0)
+		return false;
+	k->claim = r;
+	return send_frame(k, F_CHAL, 0, chal, sizeof(chal));
+}
+
+/* Its PROOF: it knows the key, so bind the link to its rank. */
+static bool proof(struct psc_live *l, struct link *k, int r,
+		  const uint8_t *pl, size_t plen)
+{
+	if (k->claim < 0 || r != k->claim ||
+	    psc_auth_server_check(&k->hs, pl, plen) != 0) {
+		psc_log(PSC_LOG_WARN, 0, "liveness: dropped a connection that "
+			"does not know this job's PS_COMM_JOB_KEY");
+		return false;
+	}
+	if (l->peers[r].state != P_PENDING)
 		return false;
 	k->rank = r;
 	l->peers[r].state = P_UP;
@@ -440,7 +473,8 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 	char w[FRAME_MAX + 1];
 
 	if (k->rank < 0)
-		return type == F_HELLO && hello(l, k, r, pl, plen);
+		return (type == F_HELLO && hello(l, k, r, pl, plen)) ||
+		       (type == F_PROOF && proof(l, k, r, pl, plen));
 	switch (type) {
 	case F_BEAT:
 		return true;
@@ -526,20 +560,35 @@ static void accept_link(struct psc_live *l)
 {
 	int fd = accept4(l->listen_fd, NULL, NULL,
 			 SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct link *oldest = NULL;
 	int unbound = 0;
 
 	if (fd < 0)
 		return;
 	link_setup(fd);
-	for (int i = 0; i < l->nlinks; i++)
-		unbound += l->links[i].fd >= 0 && l->links[i].rank < 0;
-	if (unbound >= UNBOUND_MAX || l->nlinks >= l->maxlinks) {
+	for (int i = 0; i < l->nlinks; i++) {
+		struct link *k = &l->links[i];
+
+		if (k->fd < 0 || k->rank >= 0)
+			continue;
+		unbound++;
+		if (!oldest || k->since < oldest->since)
+			oldest = k;
+	}
+	/* The oldest stranger makes room: newcomers are never locked out. */
+	if (oldest && (unbound >= l->cfg.unauth_max ||
+		       l->nlinks >= l->maxlinks)) {
+		close_link(oldest);
+		compact(l);
+	}
+	if (l->nlinks >= l->maxlinks) {
 		close(fd);
 		return;
 	}
 	memset(&l->links[l->nlinks], 0, sizeof(l->links[0]));
 	l->links[l->nlinks].fd = fd;
 	l->links[l->nlinks].rank = -1;
+	l->links[l->nlinks].claim = -1;
 	l->links[l->nlinks].since = psc_now();
 	l->links[l->nlinks].last_rx = psc_now();
 	l->nlinks++;
@@ -766,20 +815,25 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 	l->listen_fd = l->wake[0] = l->wake[1] = -1;
 	l->refs = 1;
 	l->first = -1;
-	l->maxlinks = cfg->rank == 0 ? cfg->size + UNBOUND_MAX : 1;
+	if (l->cfg.unauth_max < 1)
+		l->cfg.unauth_max = 1;
+	l->maxlinks = cfg->rank == 0 ? cfg->size + l->cfg.unauth_max : 1;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	for (int r = 0; r < cfg->size; r++)
 		l->peers[r].pidfd = -1;
 	proc_identity(l->proc, sizeof(l->proc));
 	l->links = calloc((size_t)l->maxlinks, sizeof(*l->links));
-	if (!l->links || pipe2(l->wake, O_NONBLOCK | O_CLOEXEC) != 0 ||
-	    getrandom(&l->token, sizeof(l->token), 0) != sizeof(l->token)) {
+	if (!l->links || pipe2(l->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
 		snprintf(err, len, "liveness monitor: %s", strerror(errno));
 		psc_live_release(l);
 		return -ENOMEM;
 	}
 	snprintf(l->addr, sizeof(l->addr), "-");
+	if (psc_auth_key_load(&l->key, "", err, len) != 0) {
+		psc_live_release(l);
+		return -ENOMEM;
+	}
 	if (cfg->rank == 0) {
 		struct sockaddr_storage ss = l->iface.addr;
 		int fd = psc_listen(&ss, l->iface.addrlen, cfg->port_range);
@@ -802,24 +856,21 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 
 void psc_live_self(const struct psc_live *l, char *buf, size_t len)
 {
-	snprintf(buf, len, "%s,%016llx,%s,%d", l->addr,
-		 (unsigned long long)l->token, l->proc, (int)getpid());
+	snprintf(buf, len, "%s,%s,%d", l->addr, l->proc, (int)getpid());
 }
 
 int psc_live_peer(struct psc_live *l, int r, const char *host,
 		  const char *text, char *err, size_t len)
 {
 	struct peer *p = &l->peers[r];
-	unsigned long long token;
 
-	if (sscanf(text, "%79[^,],%16llx,%95[^,],%d", p->addr, &token,
-		   p->proc, &p->pid) != 4 || p->pid <= 0 ||
+	if (sscanf(text, "%79[^,],%95[^,],%d", p->addr, p->proc,
+		   &p->pid) != 3 || p->pid <= 0 ||
 	    (r == 0 && strcmp(p->addr, "-") == 0)) {
 		snprintf(err, len, "rank %d (%s) sent a malformed liveness "
 			 "record", r, host);
 		return -EPROTO;
 	}
-	p->token = token;
 	snprintf(p->host, sizeof(p->host), "%s", host);
 	return 0;
 }
@@ -830,9 +881,12 @@ static int join(struct psc_live *l, char *err, size_t len)
 	struct peer *root = &l->peers[0];
 	struct sockaddr_storage ss;
 	struct psc_hostport hp;
+	struct psc_auth_hs hs;
 	socklen_t sl;
-	uint8_t tok[8];
-	int fd, last = 0;
+	uint8_t bind[8], hello_pl[PSC_AUTH_HELLO_LEN], f[HDR + FRAME_MAX];
+	uint8_t pf[PSC_AUTH_PROOF_LEN];
+	double deadline = psc_now() + l->cfg.timeout;
+	int fd, last = 0, rc;
 
 	if (psc_hostport_parse(root->addr, &hp) != 0 ||
 	    psc_resolve(&hp, &ss, &sl, err, len) != 0) {
@@ -840,8 +894,7 @@ static int join(struct psc_live *l, char *err, size_t len)
 			 "address \"%s\"", root->host, root->addr);
 		return -EPROTO;
 	}
-	fd = psc_connect_retry((struct sockaddr *)&ss, sl,
-			       psc_now() + l->cfg.timeout, &last);
+	fd = psc_connect_retry((struct sockaddr *)&ss, sl, deadline, &last);
 	if (fd < 0) {
 		snprintf(err, len, "rank 0 (host %s, pid %d) died or is "
 			 "unreachable: connecting to its liveness monitor at "
@@ -850,18 +903,47 @@ static int join(struct psc_live *l, char *err, size_t len)
 		return -ECONNRESET;
 	}
 	link_setup(fd);
-	l->links[0] = (struct link){.fd = fd, .rank = 0, .since = psc_now(),
-				    .last_rx = psc_now()};
+	l->links[0] = (struct link){.fd = fd, .rank = 0, .claim = 0,
+				    .since = psc_now(), .last_rx = psc_now()};
 	l->nlinks = 1;
-	psc_be_put(tok, root->token, 8);
-	if (!send_frame(&l->links[0], F_HELLO, l->cfg.rank, tok, 8)) {
+	/* The handshake, before the thread runs: blocking with a deadline. */
+	live_bind(bind, l->cfg.rank, l->cfg.size);
+	psc_auth_client_hello(&hs, &l->key, PSC_AUTH_LIVE, bind, sizeof(bind),
+			      hello_pl);
+	rc = send_frame(&l->links[0], F_HELLO, l->cfg.rank, hello_pl,
+			sizeof(hello_pl))
+		     ? psc_read_full(fd, f, HDR, deadline)
+		     : -ECONNRESET;
+	if (rc == 0 && (f[0] != F_CHAL ||
+			psc_be_get(f + 2, 2) != PSC_AUTH_CHAL_LEN))
+		rc = -EPROTO;
+	if (rc == 0)
+		rc = psc_read_full(fd, f + HDR, PSC_AUTH_CHAL_LEN, deadline);
+	if (rc == 0 && psc_auth_client_proof(&hs, f + HDR, PSC_AUTH_CHAL_LEN,
+					     pf, NULL) != 0) {
+		snprintf(err, len, "rank 0's liveness monitor at %s did not "
+			 "prove that it knows this job's PS_COMM_JOB_KEY",
+			 root->addr);
+		return -EACCES;
+	}
+	if (rc == 0 && !send_frame(&l->links[0], F_PROOF, l->cfg.rank, pf,
+				   sizeof(pf)))
+		rc = -ECONNRESET;
+	if (rc) {
 		snprintf(err, len, "rank 0 (host %s, pid %d) died: its "
-			 "liveness connection closed at once", root->host,
-			 root->pid);
+			 "liveness connection closed during the handshake "
+			 "(%s)", root->host, root->pid, strerror(-rc));
 		return -ECONNRESET;
 	}
 	l->peers[0].state = P_UP;
 	return 0;
+}
+
+void psc_live_set_key(struct psc_live *l, const struct psc_auth_key *key)
+{
+	pthread_mutex_lock(&l->lock);
+	l->key = *key;
+	pthread_mutex_unlock(&l->lock);
 }
 
 int psc_live_start(struct psc_live *l, char *err, size_t len)
@@ -873,7 +955,6 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 		if (rc)
 			return rc;
 	}
-	l->token = l->peers[0].token;
 	/* Peers this kernel can watch die. */
 	for (int r = 0; r < l->cfg.size; r++) {
 		struct peer *p = &l->peers[r];

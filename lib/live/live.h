@@ -25,6 +25,7 @@
 #include <stdint.h>
 
 #include "core/ep.h"
+#include "net/auth.h"
 #include "net/net.h"
 
 /* Exit status of a process ended by the watchdog. */
@@ -38,6 +39,7 @@ struct psc_live_config {
 	bool watchdog;		    /* PS_COMM_WATCHDOG */
 	const struct psc_iface *iface; /* rank 0 listens there */
 	const char *port_range;	    /* PS_COMM_PORT_RANGE */
+	int unauth_max;		    /* PS_COMM_UNAUTH_MAX */
 };
 
 /*
@@ -59,6 +61,12 @@ void psc_live_self(const struct psc_live *l, char *buf, size_t len);
  */
 int psc_live_peer(struct psc_live *l, int r, const char *host,
 		  const char *text, char *err, size_t len);
+
+/*
+ * The job key that links authenticate with (net/auth.h); set it before
+ * psc_live_start. Without it the empty key's sub-keys are used.
+ */
+void psc_live_set_key(struct psc_live *l, const struct psc_auth_key *key);
 
 /*
  * Join the star once every peer is known: ranks other than 0 connect to

@@ -11,21 +11,26 @@
 
 /*
  * The tcp store's wire format. Every message starts with this header,
- * big-endian on the wire. len counts the payload that follows.
+ * big-endian on the wire. len counts the payload that follows. job is
+ * the communicator's generation in the tcp store (0 in the van): no
+ * secret, and nothing derived from one, travels in it.
  */
 #define PSC_WIRE_MAGIC 0x50534353u /* "PSCS" */
-#define PSC_WIRE_VERSION 1
+/* 2: HELLO carries a nonce, and CHAL/PROOF authenticate (net/auth.h). */
+#define PSC_WIRE_VERSION 2
 #define PSC_WIRE_HDR_LEN 28
 #define PSC_WIRE_MAX_PAYLOAD (1u << 20)
 
 enum psc_wire_type {
-	PSC_WIRE_HELLO = 1, /* payload: hostname */
+	PSC_WIRE_HELLO = 1, /* payload: client nonce, then hostname */
 	PSC_WIRE_SET,	    /* payload: key '\0' value */
 	PSC_WIRE_GET,	    /* payload: key; reply VALUE when set */
 	PSC_WIRE_VALUE,	    /* payload: value */
 	PSC_WIRE_OK,	    /* empty */
 	PSC_WIRE_ERROR,	    /* payload: message text */
 	PSC_WIRE_BYE,	    /* empty: this rank is done */
+	PSC_WIRE_CHAL,	    /* payload: server nonce, session, server MAC */
+	PSC_WIRE_PROOF,	    /* payload: client MAC */
 	PSC_WIRE_TYPE_MAX,
 };
 

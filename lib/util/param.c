@@ -4,11 +4,15 @@
  * rank must share.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "provider.h"
 #include "util/param.h"
@@ -129,6 +133,12 @@ static int check_positive(const struct psc_params *p, char *err, size_t len)
 			 "counts as dead (default 30)", p->peer_timeout);
 		return -EINVAL;
 	}
+	if (p->unauth_max < 1) {
+		snprintf(err, len, "PS_COMM_UNAUTH_MAX=%d: at least one "
+			 "connection must be able to authenticate (default 64)",
+			 p->unauth_max);
+		return -EINVAL;
+	}
 	if (p->watchdog != 0 && p->watchdog != 1) {
 		snprintf(err, len, "PS_COMM_WATCHDOG=%d is not 0 or 1",
 			 p->watchdog);
@@ -137,8 +147,114 @@ static int check_positive(const struct psc_params *p, char *err, size_t len)
 	return 0;
 }
 
+/*
+ * Key texts read from files, kept for the life of the process (params
+ * point into them); the same text is stored once.
+ */
+struct key_text {
+	struct key_text *next;
+	char text[];
+};
+static struct key_text *key_texts;
+static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char *key_keep(const char *text)
+{
+	struct key_text *k;
+	size_t n = strlen(text);
+
+	pthread_mutex_lock(&key_lock);
+	for (k = key_texts; k; k = k->next)
+		if (strcmp(k->text, text) == 0)
+			break;
+	if (!k && (k = malloc(sizeof(*k) + n + 1)) != NULL) {
+		memcpy(k->text, text, n + 1);
+		k->next = key_texts;
+		key_texts = k;
+	}
+	pthread_mutex_unlock(&key_lock);
+	return k ? k->text : NULL;
+}
+
+/*
+ * PS_COMM_JOB_KEY_FILE: a regular file of this user's that nobody else
+ * may read or write; one line (a final newline is dropped).
+ */
+static int key_file_read(const char *path, const char **out, char *err,
+			 size_t len)
+{
+	char buf[PSC_PARAM_KEY_MAX + 2];
+	struct stat st;
+	ssize_t n;
+	size_t got = 0;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), rc = 0;
+
+	if (fd < 0) {
+		snprintf(err, len, "PS_COMM_JOB_KEY_FILE=%s cannot be opened: "
+			 "%s", path, strerror(errno));
+		return -EINVAL;
+	}
+	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+		snprintf(err, len, "PS_COMM_JOB_KEY_FILE=%s is not a regular "
+			 "file", path);
+		rc = -EINVAL;
+	} else if (st.st_uid != geteuid()) {
+		snprintf(err, len, "PS_COMM_JOB_KEY_FILE=%s belongs to uid %u, "
+			 "not to this user (uid %u): refusing a key others "
+			 "may have written", path, (unsigned)st.st_uid,
+			 (unsigned)geteuid());
+		rc = -EINVAL;
+	} else if (st.st_mode & 077) {
+		snprintf(err, len, "PS_COMM_JOB_KEY_FILE=%s is open to its "
+			 "group or others (mode %04o): a key must be readable "
+			 "by its owner only; run chmod 600 %s", path,
+			 (unsigned)(st.st_mode & 07777), path);
+		rc = -EINVAL;
+	}
+	while (rc == 0 && got < sizeof(buf) &&
+	       (n = read(fd, buf + got, sizeof(buf) - got)) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			snprintf(err, len, "PS_COMM_JOB_KEY_FILE=%s: %s", path,
+				 strerror(errno));
+			rc = -EINVAL;
+			break;
+		}
+		got += (size_t)n;
+	}
+	close(fd);
+	if (rc == 0 && got && buf[got - 1] == '\n')
+		got--;
+	if (rc == 0 && got && buf[got - 1] == '\r')
+		got--;
+	if (rc == 0 && got > PSC_PARAM_KEY_MAX) {
+		snprintf(err, len, "PS_COMM_JOB_KEY_FILE=%s holds more than %d "
+			 "bytes: a key is one line", path, PSC_PARAM_KEY_MAX);
+		rc = -EINVAL;
+	} else if (rc == 0 && (got == 0 || memchr(buf, '\0', got) ||
+			       memchr(buf, '\n', got))) {
+		snprintf(err, len, "PS_COMM_JOB_KEY_FILE=%s %s", path,
+			 got ? "holds more than one line (or a NUL byte)"
+			     : "is empty");
+		rc = -EINVAL;
+	}
+	if (rc == 0) {
+		buf[got] = '\0';
+		*out = key_keep(buf);
+		if (!*out) {
+			snprintf(err, len, "out of memory");
+			rc = -ENOMEM;
+		}
+	}
+	explicit_bzero(buf, sizeof(buf));
+	return rc;
+}
+
 int psc_params_load(struct psc_params *p, char *err, size_t len)
 {
+	int rc;
+
 	memset(p, 0, sizeof(*p));
 	for (size_t i = 0; i < psc_param_count; i++) {
 		const struct psc_param_desc *d = &psc_param_table[i];
@@ -158,6 +274,21 @@ int psc_params_load(struct psc_params *p, char *err, size_t len)
 					 : "non-negative number of seconds");
 			return -EINVAL;
 		}
+	}
+	if (*p->job_key_file) {
+		if (*p->job_key) {
+			snprintf(err, len, "PS_COMM_JOB_KEY and "
+				 "PS_COMM_JOB_KEY_FILE are both set: set one");
+			return -EINVAL;
+		}
+		rc = key_file_read(p->job_key_file, &p->job_key, err, len);
+		if (rc)
+			return rc;
+	}
+	if (strlen(p->job_key) > PSC_PARAM_KEY_MAX) {
+		snprintf(err, len, "PS_COMM_JOB_KEY is longer than %d bytes",
+			 PSC_PARAM_KEY_MAX);
+		return -EINVAL;
 	}
 	return check_positive(p, err, len);
 }
@@ -183,8 +314,8 @@ void psc_param_format(const struct psc_params *p,
 	}
 }
 
-uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
-			       size_t len)
+void psc_params_agree_text(const struct psc_params *p, char *buf,
+			   size_t len)
 {
 	const char *const *agree_env;
 	size_t used = 0, n;
@@ -197,12 +328,13 @@ uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
 		if (!d->agree)
 			continue;
 		psc_param_format(p, d, val, sizeof(val));
-		/* The job key is a secret: agree on its hash, not its text. */
+		/*
+		 * The job key is a secret: not even a plain hash of it goes
+		 * out. The handshake compares keys, and the caller hashes
+		 * this text with a keyed hash.
+		 */
 		if (strcmp(d->name, "PS_COMM_JOB_KEY") == 0)
-			snprintf(val, sizeof(val), "#%016llx",
-				 (unsigned long long)psc_fnv1a(
-					 PSC_FNV_INIT, p->job_key,
-					 strlen(p->job_key)));
+			snprintf(val, sizeof(val), "(hidden)");
 		PSC_APPEND(buf, len, used, "%s=%s;", d->name, val);
 	}
 	agree_env = psc_provider_agree_env(&n);
@@ -211,5 +343,4 @@ uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
 
 		PSC_APPEND(buf, len, used, "%s=%s;", agree_env[i], v ? v : "");
 	}
-	return psc_fnv1a(PSC_FNV_INIT, buf, strlen(buf));
 }

@@ -34,10 +34,15 @@ struct psc_param_desc {
 extern const struct psc_param_desc psc_param_table[];
 extern const size_t psc_param_count;
 
+/* The longest job key accepted, from PS_COMM_JOB_KEY or its file. */
+#define PSC_PARAM_KEY_MAX 1024
+
 /*
  * Fill p with defaults, then values from the environment. Returns 0, or
  * -EINVAL with a message naming the variable in err (len bytes). String
- * fields point into the environment or into static defaults.
+ * fields point into the environment or into static defaults; with
+ * PS_COMM_JOB_KEY_FILE, job_key points to the file's text (kept for the
+ * life of the process; never printed). Messages never quote the key.
  */
 int psc_params_load(struct psc_params *p, char *err, size_t len);
 
@@ -56,9 +61,10 @@ void psc_param_format(const struct psc_params *p,
 /*
  * Write "NAME=value;..." for every parameter that must agree across ranks,
  * plus every provider family's variables that must agree (agree_env), into
- * buf. Returns the FNV-1a hash of that text.
+ * buf. The job key appears as "(hidden)": the handshake compares keys,
+ * and the text is hashed with a keyed hash (net/auth.h) by the caller.
  */
-uint64_t psc_params_agree_text(const struct psc_params *p, char *buf,
-			       size_t len);
+void psc_params_agree_text(const struct psc_params *p, char *buf,
+			   size_t len);
 
 #endif /* PSC_PARAM_H */

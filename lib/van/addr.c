@@ -3,8 +3,11 @@
  * by host:port only, so a bound van listens there and answers every fetch
  * with its fabric address and a fresh slot (the number the fetcher puts
  * in the tag's rank field when it sends to this van). Messages use the
- * tcp store's wire header (magic, version, job id, length), so a foreign
- * or malformed peer is refused rather than trusted: a fetch is GET with
+ * tcp store's wire header (magic, version, length; job 0), so a
+ * malformed peer is refused rather than trusted. A fetch first runs the
+ * job key's handshake (net/auth.h): HELLO with the fetcher's nonce, CHAL
+ * with the van's, PROOF; a fetcher that does not know the key is dropped
+ * without a word, and a van that does not is never asked. Then GET with
  * payload "van"; the answer is VALUE with the slot as rank and payload
  * "provider\0address", or ERROR with a reason.
  */
@@ -31,10 +34,10 @@ struct psc_van_server {
 	struct psc_van_served what;
 };
 
-static int write_msg(int fd, uint16_t type, uint64_t job, int32_t rank,
+static int write_msg(int fd, uint16_t type, int32_t rank,
 		     const void *payload, size_t len, double deadline)
 {
-	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION, type, job,
+	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION, type, 0,
 				 rank, 0, (uint32_t)len};
 	uint8_t buf[PSC_WIRE_HDR_LEN + REPLY_MAX];
 
@@ -71,6 +74,49 @@ static int read_msg(int fd, struct psc_wire_hdr *h, uint8_t *payload,
 	return rc;
 }
 
+/* A warning about strangers, at most once a second. */
+static void stranger_warn(const char *what, const char *err)
+{
+	static double last = -10;
+	double now = psc_now();
+
+	if (now - last < 1)
+		return;
+	last = now;
+	psc_log(PSC_LOG_WARN, -1, "van: refusing an address fetch: %s%s%s",
+		what, err ? ": " : "", err ? err : "");
+}
+
+/* The fetcher's side of the handshake on fd: 0 once it proved the key. */
+static int serve_auth(struct psc_van_server *s, int fd, double deadline)
+{
+	struct psc_auth_hs hs;
+	struct psc_wire_hdr h;
+	uint8_t in[64], chal[PSC_AUTH_CHAL_LEN];
+	char err[256];
+
+	if (read_msg(fd, &h, in, sizeof(in), deadline, err, sizeof(err))) {
+		stranger_warn("unreadable HELLO", err);
+		return -EPROTO;
+	}
+	if (h.type != PSC_WIRE_HELLO ||
+	    psc_auth_server_chal(&hs, s->what.key, PSC_AUTH_VAN, NULL, 0, in,
+				 h.len, NULL, chal) != 0) {
+		stranger_warn("no HELLO with a nonce", NULL);
+		return -EPROTO;
+	}
+	if (write_msg(fd, PSC_WIRE_CHAL, 0, chal, sizeof(chal), deadline) ||
+	    read_msg(fd, &h, in, sizeof(in), deadline, err, sizeof(err)))
+		return -ECONNRESET;
+	if (h.type != PSC_WIRE_PROOF ||
+	    psc_auth_server_check(&hs, in, h.len) != 0) {
+		stranger_warn("the fetcher does not know this job's "
+			      "PS_COMM_JOB_KEY", NULL);
+		return -EACCES;
+	}
+	return 0;
+}
+
 /* Answer one fetch on fd. */
 static void serve_one(struct psc_van_server *s, int fd)
 {
@@ -81,17 +127,11 @@ static void serve_one(struct psc_van_server *s, int fd)
 	uint32_t slot;
 	char err[256];
 
+	if (serve_auth(s, fd, deadline) != 0)
+		return;
 	if (read_msg(fd, &h, in, sizeof(in), deadline, err, sizeof(err))) {
 		psc_log(PSC_LOG_WARN, -1, "van: refusing an address fetch: %s",
 			err);
-		return;
-	}
-	if (h.job != s->what.job) {
-		psc_log(PSC_LOG_WARN, -1, "van: refusing an address fetch "
-			"from another job (PS_COMM_JOB_KEY differs)");
-		snprintf(err, sizeof(err), "job key mismatch");
-		write_msg(fd, PSC_WIRE_ERROR, s->what.job, 0, err, strlen(err),
-			  deadline);
 		return;
 	}
 	if (h.type != PSC_WIRE_GET || h.len != strlen(FETCH_KEY) ||
@@ -110,7 +150,7 @@ static void serve_one(struct psc_van_server *s, int fd)
 	while (slot == 0);
 	memcpy(out, s->what.provider, plen);
 	memcpy(out + plen, s->what.name, s->what.namelen);
-	write_msg(fd, PSC_WIRE_VALUE, s->what.job, (int32_t)slot, out,
+	write_msg(fd, PSC_WIRE_VALUE, (int32_t)slot, out,
 		  plen + s->what.namelen, deadline);
 }
 
@@ -279,7 +319,40 @@ static int parse_answer(const struct psc_wire_hdr *h, const uint8_t *in,
 	return 0;
 }
 
-int psc_van_fetch(const char *host, int port, uint64_t job,
+/* The fetcher's handshake: HELLO, check CHAL, PROOF. */
+static int fetch_auth(int fd, const struct psc_auth_key *key,
+		      const char *host, int port, double deadline, char *err,
+		      size_t errlen)
+{
+	struct psc_auth_hs hs;
+	struct psc_wire_hdr h;
+	uint8_t hello[PSC_AUTH_HELLO_LEN], in[REPLY_MAX];
+	uint8_t proof[PSC_AUTH_PROOF_LEN];
+	int rc;
+
+	psc_auth_client_hello(&hs, key, PSC_AUTH_VAN, NULL, 0, hello);
+	rc = write_msg(fd, PSC_WIRE_HELLO, -1, hello, sizeof(hello), deadline);
+	if (rc) {
+		snprintf(err, errlen, "writing: %s", strerror(-rc));
+		return rc;
+	}
+	rc = read_msg(fd, &h, in, sizeof(in), deadline, err, errlen);
+	if (rc)
+		return rc;
+	if (h.type != PSC_WIRE_CHAL ||
+	    psc_auth_client_proof(&hs, in, h.len, proof, NULL) != 0) {
+		snprintf(err, errlen, "the van at %s:%d did not prove that it "
+			 "knows this job's PS_COMM_JOB_KEY (another job, or "
+			 "another key)", host, port);
+		return -EBADE;
+	}
+	rc = write_msg(fd, PSC_WIRE_PROOF, -1, proof, sizeof(proof), deadline);
+	if (rc)
+		snprintf(err, errlen, "writing: %s", strerror(-rc));
+	return rc;
+}
+
+int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 		  const char *provider, double deadline, uint32_t *slot,
 		  uint8_t *name, size_t *namelen, char *err, size_t errlen)
 {
@@ -308,15 +381,22 @@ int psc_van_fetch(const char *host, int port, uint64_t job,
 			 strerror(last ? last : -fd));
 		return fd;
 	}
-	rc = write_msg(fd, PSC_WIRE_GET, job, -1, FETCH_KEY,
-		       strlen(FETCH_KEY), deadline);
-	if (rc)
-		snprintf(err, errlen, "writing: %s", strerror(-rc));
-	if (!rc)
+	rc = fetch_auth(fd, key, host, port, deadline, err, errlen);
+	if (!rc) {
+		rc = write_msg(fd, PSC_WIRE_GET, -1, FETCH_KEY,
+			       strlen(FETCH_KEY), deadline);
+		if (rc)
+			snprintf(err, errlen, "writing: %s", strerror(-rc));
+	}
+	if (!rc) {
 		rc = read_msg(fd, &h, in, sizeof(in), deadline, err, errlen);
-	if (!rc && h.job != job) {
-		snprintf(err, errlen, "answer from another job");
-		rc = -EBADE;
+		/* The van drops a fetcher whose proof fails. */
+		if (rc == -ECONNRESET)
+			snprintf(err, errlen, "the van at %s:%d refused this "
+				 "node's proof: PS_COMM_JOB_KEY differs", host,
+				 port);
+		if (rc == -ECONNRESET)
+			rc = -EBADE;
 	}
 	if (!rc)
 		rc = parse_answer(&h, in, provider, slot, name, namelen, err,

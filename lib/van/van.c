@@ -51,7 +51,7 @@ struct ps_comm_van {
 	struct ps_comm comm;  /* ep, ctx 0, params; rank and peers unused */
 	bool bound;
 	int my_id;	      /* atomic */
-	uint64_t job;
+	struct psc_auth_key key; /* PS_COMM_JOB_KEY: fetches authenticate */
 	uint32_t next_slot;   /* atomic: slots handed out so far + 1 */
 	struct psc_van_server *server;
 	struct van_peer **peers;
@@ -130,7 +130,9 @@ int ps_comm_van_create(ps_comm_van_t *out)
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return PS_COMM_ERR_NOMEM;
-	if (psc_params_load(&v->comm.params, err, sizeof(err)) != 0) {
+	if (psc_params_load(&v->comm.params, err, sizeof(err)) != 0 ||
+	    psc_auth_key_load(&v->key, v->comm.params.job_key, err,
+			      sizeof(err)) != 0) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		free(v);
 		return PS_COMM_ERR_CONFIG;
@@ -140,7 +142,6 @@ int ps_comm_van_create(ps_comm_van_t *out)
 	v->comm.op_timeout = v->comm.params.op_timeout;
 	v->my_id = PS_COMM_VAN_NO_ID;
 	v->next_slot = 1;
-	v->job = psc_store_job_id(&v->comm.params);
 	*out = v;
 	return 0;
 }
@@ -212,7 +213,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		psc_ep_set_spin(v->comm.ch.ep, 0);
 	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
 		 psc_ep_provider(v->comm.ch.ep));
-	what.job = v->job;
+	what.key = &v->key;
 	what.provider = v->comm.provider;
 	what.name = psc_ep_name(v->comm.ch.ep, &what.namelen);
 	what.next_slot = &v->next_slot;
@@ -282,7 +283,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	if (!v || node_id < 0 || !host || port <= 0 || port > 65535 ||
 	    !v->bound)
 		return PS_COMM_ERR_ARG;
-	rc = psc_van_fetch(host, port, v->job, v->comm.provider,
+	rc = psc_van_fetch(host, port, &v->key, v->comm.provider,
 			   psc_now() + v->comm.params.timeout, &slot, name,
 			   &namelen, err, sizeof(err));
 	if (rc) {

@@ -20,6 +20,7 @@
 
 #include "boot/store.h"
 #include "comm/comm.h"
+#include "net/auth.h"
 #include "net/net.h"
 #include "net/wire.h"
 #include "util/err.h"
@@ -90,7 +91,7 @@ struct psc_van_server;
 
 /* What a served van answers with. */
 struct psc_van_served {
-	uint64_t job;		/* psc_store_job_id: foreign jobs refused */
+	const struct psc_auth_key *key; /* fetchers must know the job key */
 	const char *provider;	/* the endpoint's provider name */
 	const uint8_t *name;	/* its fabric address */
 	size_t namelen;
@@ -115,11 +116,12 @@ void psc_van_unserve(struct psc_van_server *s);
 /*
  * Fetch the address served at host:port before deadline: *slot gets the
  * slot to send with, name/namelen (namelen in: room) the fabric address.
- * The answer must come from the same job and provider. Returns 0,
- * -ETIMEDOUT, -EBADE (mismatch), -EPROTO, or another negative errno, with
+ * Both sides prove they know the job key first (net/auth.h); the answer
+ * must come from the same provider. Returns 0, -ETIMEDOUT, -EBADE
+ * (another key or provider), -EPROTO, or another negative errno, with
  * err filled.
  */
-int psc_van_fetch(const char *host, int port, uint64_t job,
+int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 		  const char *provider, double deadline, uint32_t *slot,
 		  uint8_t *name, size_t *namelen, char *err, size_t errlen);
 

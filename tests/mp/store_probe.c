@@ -8,13 +8,14 @@
  *                  to the root, sends 64 garbage bytes that cannot start
  *                  with the magic, then reads until EOF. The root must
  *                  refuse and close.
- *   oversized      sends a well-formed header (magic, version, HELLO, the
- *                  job id of this job's first communicator, rank, size)
- *                  whose length is PSC_WIRE_MAX_PAYLOAD + 1, no payload,
- *                  and reads the reply (an ERROR) until EOF.
+ *   oversized      sends a well-formed header (magic, version, HELLO,
+ *                  generation 0, rank, size) whose length is
+ *                  PSC_WIRE_MAX_PAYLOAD + 1, no payload, and reads the
+ *                  reply (an ERROR) until EOF.
  *   hello-and-die  joins the rendezvous as rank PS_COMM_RANK with
- *                  psc_store_tcp_open (a valid HELLO), then _exit(9)
- *                  without publishing anything: a rank that dies
+ *                  psc_store_tcp_open (the whole handshake), publishes a
+ *                  key of its own (so it counts as a joined rank), then
+ *                  _exit(9) before its record: a rank that dies
  *                  mid-bootstrap.
  *   hello-and-hang the same, then sleeps until killed.
  *
@@ -207,7 +208,7 @@ static int mode_oversized(struct probe *p)
 		.version = PSC_WIRE_VERSION,
 		.type = PSC_WIRE_HELLO,
 		/* generation 0: the job's first communicator */
-		.job = psc_store_job_id(&p->params),
+		.job = 0,
 		.rank = p->rank,
 		.size = p->size,
 		.len = PSC_WIRE_MAX_PAYLOAD + 1,
@@ -230,12 +231,18 @@ static int mode_oversized(struct probe *p)
 static int mode_hello(struct probe *p, bool die)
 {
 	struct psc_store s = {0};
+	struct psc_auth_key key;
 	int rc;
 
 	s.rank = p->rank;
 	s.size = p->size;
 	s.deadline = p->deadline;
-	rc = psc_store_tcp_open(&s, p->params.root, &p->params);
+	rc = psc_auth_key_load(&key, p->params.job_key, s.err, sizeof(s.err));
+	if (!rc)
+		rc = psc_store_tcp_open(&s, p->params.root, &p->params, &key);
+	/* A rank that has published something has joined. */
+	if (!rc)
+		rc = s.ops->put(&s, "probe", "x", 1);
 	if (rc) {
 		printf("joining the rendezvous as rank %d failed: %s\n",
 		       p->rank, s.err);

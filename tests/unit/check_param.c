@@ -12,9 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <check.h>
 
+#include "net/auth.h"
 #include "util/param.h"
 #include "util/util.h"
 
@@ -310,21 +313,24 @@ static bool has_entry(const char *text, const char *name)
 	return false;
 }
 
+/* The agree text in buf, and its keyed hash as a rank computes it. */
 static uint64_t load_agree(char *buf, size_t len)
 {
 	struct psc_params p;
+	struct psc_auth_key k;
 	char err[256];
 
 	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), 0);
-	return psc_params_agree_text(&p, buf, len);
+	psc_params_agree_text(&p, buf, len);
+	ck_assert_int_eq(psc_auth_key_load(&k, p.job_key, err, sizeof(err)),
+			 0);
+	return psc_auth_settings_hash(&k, buf);
 }
 
 START_TEST(test_agree_members)
 {
 	char buf[2048];
-	uint64_t h = load_agree(buf, sizeof(buf));
-
-	ck_assert_uint_eq(h, psc_fnv1a(PSC_FNV_INIT, buf, strlen(buf)));
+	load_agree(buf, sizeof(buf));
 	for (size_t i = 0; i < psc_param_count; i++) {
 		const struct psc_param_desc *d = &psc_param_table[i];
 
@@ -355,12 +361,11 @@ START_TEST(test_agree_values)
 		      "%s", buf);
 	ck_assert_msg(strstr(buf, "FI_OFI_RXM_SAR_LIMIT=;") != NULL, "%s",
 		      buf);
-	/* The empty key is agreed on as the hash of nothing. */
+	/* The key never shows, not even hashed: the handshake compares it. */
 	unsetenv("PS_COMM_JOB_KEY");
 	load_agree(buf, sizeof(buf));
-	ck_assert_msg(strstr(buf, "PS_COMM_JOB_KEY=#cbf29ce484222325;") !=
-			      NULL,
-		      "%s", buf);
+	ck_assert_msg(strstr(buf, "PS_COMM_JOB_KEY=(hidden);") != NULL, "%s",
+		      buf);
 }
 END_TEST
 
@@ -374,11 +379,55 @@ START_TEST(test_agree_key_hashed)
 	ck_assert_msg(strstr(buf, key) == NULL, "job key in clear: %s", buf);
 	ck_assert_msg(strstr(buf, "3cr3t") == NULL, "job key in clear: %s",
 		      buf);
-	snprintf(want, sizeof(want), "PS_COMM_JOB_KEY=#%016llx;",
+	/* No plain hash of it either (an offline search would crack it). */
+	snprintf(want, sizeof(want), "%016llx",
 		 (unsigned long long)psc_fnv1a(PSC_FNV_INIT, key,
 					       strlen(key)));
-	ck_assert_msg(strstr(buf, want) != NULL, "no \"%s\" in \"%s\"", want,
+	ck_assert_msg(strstr(buf, want) == NULL, "FNV of the key in \"%s\"",
 		      buf);
+	ck_assert_msg(strstr(buf, "PS_COMM_JOB_KEY=(hidden);") != NULL, "%s",
+		      buf);
+}
+END_TEST
+
+/* PS_COMM_JOB_KEY_FILE: read when private, refused otherwise. */
+START_TEST(test_key_file)
+{
+	char path[] = "/tmp/check_param_key.XXXXXX", err[512];
+	const char *secret = "file-held-secret";
+	struct psc_params p;
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, secret, strlen(secret)), strlen(secret));
+	ck_assert_int_eq(write(fd, "\n", 1), 1);
+	close(fd);
+	unsetenv("PS_COMM_JOB_KEY");
+	setenv("PS_COMM_JOB_KEY_FILE", path, 1);
+	ck_assert_int_eq(chmod(path, 0600), 0);
+	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), 0);
+	ck_assert_str_eq(p.job_key, secret);
+	/* Group- or world-readable: refused, saying how to fix it. */
+	ck_assert_int_eq(chmod(path, 0644), 0);
+	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "chmod 600") != NULL, "%s", err);
+	ck_assert_msg(strstr(err, secret) == NULL, "key in message: %s", err);
+	ck_assert_int_eq(chmod(path, 0640), 0);
+	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), -EINVAL);
+	/* Both ways at once: which one was meant? */
+	ck_assert_int_eq(chmod(path, 0400), 0);
+	setenv("PS_COMM_JOB_KEY", "other", 1);
+	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "both") != NULL, "%s", err);
+	unsetenv("PS_COMM_JOB_KEY");
+	/* Empty, or missing. */
+	ck_assert_int_eq(chmod(path, 0600), 0);
+	ck_assert_int_eq(truncate(path, 0), 0);
+	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "empty") != NULL, "%s", err);
+	unlink(path);
+	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), -EINVAL);
+	unsetenv("PS_COMM_JOB_KEY_FILE");
 }
 END_TEST
 
@@ -456,6 +505,7 @@ static Suite *param_suite(void)
 	tcase_add_test(tc, test_agree_members);
 	tcase_add_test(tc, test_agree_values);
 	tcase_add_test(tc, test_agree_key_hashed);
+	tcase_add_test(tc, test_key_file);
 	tcase_add_loop_test(tc, test_agree_hash_moves, 0,
 			    (int)PSC_ARRAY_SIZE(agree_changes));
 	suite_add_tcase(s, tc);

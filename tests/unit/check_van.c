@@ -408,6 +408,7 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 {
 	struct psc_params params;
 	struct psc_ep_config cfg = {&params, NULL, -1};
+	struct psc_auth_key key;
 	struct ps_comm c;
 	uint8_t name[256];
 	size_t namelen = sizeof(name);
@@ -422,7 +423,9 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 	ck_assert_int_eq(psc_ep_acquire_exclusive(&c.ch.ep, &cfg, err,
 						  sizeof(err)), 0);
 	psc_chan_bind(&c.ch, c.ch.ep);
-	ck_assert_int_eq(psc_van_fetch(HOST, port, psc_store_job_id(&params),
+	ck_assert_int_eq(psc_auth_key_load(&key, params.job_key, err,
+					   sizeof(err)), 0);
+	ck_assert_int_eq(psc_van_fetch(HOST, port, &key,
 				       provider, psc_now() + 10, &slot, name,
 				       &namelen, err, sizeof(err)), 0);
 	ck_assert_int_eq(psc_ep_av_insert(c.ch.ep, name, &addr), 0);

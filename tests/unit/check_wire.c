@@ -1,9 +1,11 @@
 /*
- * Unit tests for the tcp store's wire header (lib/store_tcp.c): encoding
+ * Unit tests for the tcp store's wire header (lib/net/wire.c): encoding
  * and decoding round-trip, the byte-exact big-endian layout of a known
  * header, rejection with a message of a bad magic, a wrong version, an
- * unknown type or an oversized length, and a job id that depends on the
- * job key.
+ * unknown type or an oversized length; and for the job key's handshake
+ * and record MACs (lib/net/auth.c): a wrong key, a replayed proof, a
+ * tampered challenge, another binding or purpose, and a record moved to
+ * another rank, name, rendezvous or key all fail.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -13,6 +15,7 @@
 #include <check.h>
 
 #include "boot/store.h"
+#include "net/auth.h"
 #include "net/wire.h"
 #include "util/param.h"
 #include "util/util.h"
@@ -36,7 +39,7 @@ START_TEST(test_layout)
 {
 	static const uint8_t want[PSC_WIRE_HDR_LEN] = {
 		0x50, 0x53, 0x43, 0x53, /* magic "PSCS" */
-		0x00, 0x01,		/* version */
+		0x00, 0x02,		/* version */
 		0x00, 0x02,		/* type SET */
 		0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, /* job */
 		0xff, 0xff, 0xff, 0xfe, /* rank -2 */
@@ -124,7 +127,7 @@ START_TEST(test_bad_type)
 {
 	struct psc_wire_hdr h = sample();
 
-	ck_assert_int_eq(PSC_WIRE_TYPE_MAX, 8);
+	ck_assert_int_eq(PSC_WIRE_TYPE_MAX, 10);
 	h.type = bad_types[_i];
 	expect_reject(&h, "type");
 }
@@ -141,22 +144,192 @@ START_TEST(test_oversized)
 }
 END_TEST
 
-static uint64_t job_of(const char *key)
+static struct psc_auth_key key_of(const char *text)
 {
-	struct psc_params p;
+	struct psc_auth_key k;
+	char err[128];
 
-	memset(&p, 0, sizeof(p));
-	p.job_key = key;
-	return psc_store_job_id(&p);
+	ck_assert_int_eq(psc_auth_key_load(&k, text, err, sizeof(err)), 0);
+	return k;
 }
 
-START_TEST(test_job_id)
+/* One handshake; returns what the client's and the server's checks say. */
+static void handshake(const struct psc_auth_key *kc,
+		      const struct psc_auth_key *ks, int pc, int ps,
+		      const char *bc, const char *bs, int *client_rc,
+		      int *server_rc)
 {
-	ck_assert_uint_eq(job_of("alpha"), job_of("alpha"));
-	ck_assert_uint_ne(job_of("alpha"), job_of("beta"));
-	ck_assert_uint_ne(job_of("alpha"), job_of("alphb"));
-	ck_assert_uint_ne(job_of(""), job_of("alpha"));
-	ck_assert_uint_ne(job_of(""), job_of(" "));
+	struct psc_auth_hs c, s;
+	uint8_t hello[PSC_AUTH_HELLO_LEN], chal[PSC_AUTH_CHAL_LEN];
+	uint8_t proof[PSC_AUTH_PROOF_LEN], session[PSC_AUTH_SESSION_LEN];
+	uint8_t got[PSC_AUTH_SESSION_LEN];
+
+	memset(session, 0x5a, sizeof(session));
+	psc_auth_client_hello(&c, kc, pc, bc, strlen(bc), hello);
+	ck_assert_int_eq(psc_auth_server_chal(&s, ks, ps, bs, strlen(bs),
+					      hello, sizeof(hello), session,
+					      chal),
+			 0);
+	*client_rc = psc_auth_client_proof(&c, chal, sizeof(chal), proof, got);
+	if (*client_rc == 0)
+		ck_assert_mem_eq(got, session, sizeof(got));
+	/* A client that skips its check still cannot pass the server's. */
+	if (*client_rc != 0)
+		memset(proof, 0, sizeof(proof));
+	*server_rc = psc_auth_server_check(&s, proof, sizeof(proof));
+}
+
+START_TEST(test_auth_ok)
+{
+	struct psc_auth_key k = key_of("alpha"), none = key_of("");
+	int crc, src;
+
+	ck_assert(k.keyed);
+	ck_assert(!none.keyed);
+	handshake(&k, &k, PSC_AUTH_STORE, PSC_AUTH_STORE, "r1", "r1", &crc,
+		  &src);
+	ck_assert_int_eq(crc, 0);
+	ck_assert_int_eq(src, 0);
+	/* No key: the same steps with a key anyone has. */
+	handshake(&none, &none, PSC_AUTH_LIVE, PSC_AUTH_LIVE, "", "", &crc,
+		  &src);
+	ck_assert_int_eq(crc, 0);
+	ck_assert_int_eq(src, 0);
+	/* Loading again gives the same sub-keys (the cache). */
+	ck_assert_mem_eq(key_of("alpha").hs, k.hs, sizeof(k.hs));
+}
+END_TEST
+
+START_TEST(test_auth_refusals)
+{
+	struct psc_auth_key a = key_of("alpha"), b = key_of("alphb");
+	struct psc_auth_key none = key_of("");
+	int crc, src;
+
+	handshake(&a, &b, PSC_AUTH_STORE, PSC_AUTH_STORE, "", "", &crc, &src);
+	ck_assert_int_eq(crc, -EACCES);
+	ck_assert_int_eq(src, -EACCES);
+	handshake(&none, &a, PSC_AUTH_STORE, PSC_AUTH_STORE, "", "", &crc,
+		  &src);
+	ck_assert_int_eq(crc, -EACCES);
+	ck_assert_int_eq(src, -EACCES);
+	/* The claim (rank, size, generation) is bound. */
+	handshake(&a, &a, PSC_AUTH_STORE, PSC_AUTH_STORE, "rank 1", "rank 2",
+		  &crc, &src);
+	ck_assert_int_eq(crc, -EACCES);
+	/* A MAC for one listener is no good for another. */
+	handshake(&a, &a, PSC_AUTH_VAN, PSC_AUTH_LIVE, "", "", &crc, &src);
+	ck_assert_int_eq(crc, -EACCES);
+	ck_assert_int_eq(src, -EACCES);
+}
+END_TEST
+
+/* A captured HELLO and PROOF, replayed to a new server, fail. */
+START_TEST(test_auth_replay)
+{
+	struct psc_auth_key k = key_of("alpha");
+	struct psc_auth_hs c, s1, s2;
+	uint8_t hello[PSC_AUTH_HELLO_LEN], chal[PSC_AUTH_CHAL_LEN];
+	uint8_t chal2[PSC_AUTH_CHAL_LEN], proof[PSC_AUTH_PROOF_LEN];
+
+	psc_auth_client_hello(&c, &k, PSC_AUTH_STORE, NULL, 0, hello);
+	psc_auth_server_chal(&s1, &k, PSC_AUTH_STORE, NULL, 0, hello,
+			     sizeof(hello), NULL, chal);
+	ck_assert_int_eq(psc_auth_client_proof(&c, chal, sizeof(chal), proof,
+					       NULL),
+			 0);
+	ck_assert_int_eq(psc_auth_server_check(&s1, proof, sizeof(proof)), 0);
+	psc_auth_server_chal(&s2, &k, PSC_AUTH_STORE, NULL, 0, hello,
+			     sizeof(hello), NULL, chal2);
+	ck_assert_mem_ne(chal, chal2, PSC_AUTH_NONCE_LEN);
+	ck_assert_int_eq(psc_auth_server_check(&s2, proof, sizeof(proof)),
+			 -EACCES);
+}
+END_TEST
+
+/* Any flipped bit of the challenge, and wrong lengths, are refused. */
+START_TEST(test_auth_tamper)
+{
+	struct psc_auth_key k = key_of("alpha");
+	struct psc_auth_hs c, s;
+	uint8_t hello[PSC_AUTH_HELLO_LEN], chal[PSC_AUTH_CHAL_LEN];
+	uint8_t proof[PSC_AUTH_PROOF_LEN];
+
+	psc_auth_client_hello(&c, &k, PSC_AUTH_STORE, NULL, 0, hello);
+	ck_assert_int_eq(psc_auth_server_chal(&s, &k, PSC_AUTH_STORE, NULL, 0,
+					      hello, sizeof(hello) - 1, NULL,
+					      chal),
+			 -EPROTO);
+	psc_auth_server_chal(&s, &k, PSC_AUTH_STORE, NULL, 0, hello,
+			     sizeof(hello), NULL, chal);
+	chal[_i] ^= 0x10;
+	ck_assert_int_eq(psc_auth_client_proof(&c, chal, sizeof(chal), proof,
+					       NULL),
+			 -EACCES);
+	chal[_i] ^= 0x10;
+	ck_assert_int_eq(psc_auth_client_proof(&c, chal, sizeof(chal) - 1,
+					       proof, NULL),
+			 -EPROTO);
+	ck_assert_int_eq(psc_auth_client_proof(&c, chal, sizeof(chal), proof,
+					       NULL),
+			 0);
+	ck_assert_int_eq(psc_auth_server_check(&s, proof, sizeof(proof) - 1),
+			 -EPROTO);
+	proof[_i % PSC_AUTH_PROOF_LEN] ^= 1;
+	ck_assert_int_eq(psc_auth_server_check(&s, proof, sizeof(proof)),
+			 -EACCES);
+}
+END_TEST
+
+START_TEST(test_record_mac)
+{
+	struct psc_auth_key a = key_of("alpha"), b = key_of("beta");
+	uint8_t s1[PSC_AUTH_SESSION_LEN] = {1}, s2[PSC_AUTH_SESSION_LEN] = {2};
+	uint8_t mac[PSC_AUTH_MAC_LEN];
+	char val[] = "v=0.1.0\nprov=tcp\n\naddr";
+
+	psc_auth_record_mac(&a, s1, 1, "rec", val, sizeof(val), mac);
+	ck_assert_int_eq(psc_auth_record_check(&a, s1, 1, "rec", val,
+					       sizeof(val), mac),
+			 0);
+	/* Another rendezvous (job or communicator), key, rank or name. */
+	ck_assert_int_eq(psc_auth_record_check(&a, s2, 1, "rec", val,
+					       sizeof(val), mac),
+			 -EACCES);
+	ck_assert_int_eq(psc_auth_record_check(&b, s1, 1, "rec", val,
+					       sizeof(val), mac),
+			 -EACCES);
+	ck_assert_int_eq(psc_auth_record_check(&a, s1, 2, "rec", val,
+					       sizeof(val), mac),
+			 -EACCES);
+	ck_assert_int_eq(psc_auth_record_check(&a, s1, 1, "rek", val,
+					       sizeof(val), mac),
+			 -EACCES);
+	/* A changed or cut value. */
+	ck_assert_int_eq(psc_auth_record_check(&a, s1, 1, "rec", val,
+					       sizeof(val) - 1, mac),
+			 -EACCES);
+	val[3] ^= 1;
+	ck_assert_int_eq(psc_auth_record_check(&a, s1, 1, "rec", val,
+					       sizeof(val), mac),
+			 -EACCES);
+}
+END_TEST
+
+/* The settings hash is keyed: the same text hashes apart under two keys. */
+START_TEST(test_settings_hash)
+{
+	struct psc_auth_key a = key_of("alpha"), b = key_of("beta");
+	const char *t = "PS_COMM_JOB_KEY=(hidden);PS_COMM_DETERMINISTIC=0;";
+
+	ck_assert_uint_eq(psc_auth_settings_hash(&a, t),
+			  psc_auth_settings_hash(&a, t));
+	ck_assert_uint_ne(psc_auth_settings_hash(&a, t),
+			  psc_auth_settings_hash(&b, t));
+	ck_assert_uint_ne(psc_auth_settings_hash(&a, t),
+			  psc_auth_settings_hash(&a, "PS_COMM_DETERMINISTIC=1;"));
+	ck_assert_uint_ne(psc_auth_settings_hash(&a, t),
+			  psc_fnv1a(PSC_FNV_INIT, t, strlen(t)));
 }
 END_TEST
 
@@ -175,8 +348,13 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_oversized);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("job");
-	tcase_add_test(tc, test_job_id);
+	tc = tcase_create("auth");
+	tcase_add_test(tc, test_auth_ok);
+	tcase_add_test(tc, test_auth_refusals);
+	tcase_add_test(tc, test_auth_replay);
+	tcase_add_loop_test(tc, test_auth_tamper, 0, PSC_AUTH_CHAL_LEN);
+	tcase_add_test(tc, test_record_mac);
+	tcase_add_test(tc, test_settings_hash);
 	suite_add_tcase(s, tc);
 	return s;
 }
