@@ -201,6 +201,14 @@ check_hwloc() {
 	}' "$tmp/facts"
 }
 
+# 2b. Only lib/net/auth.c includes <sodium...>: cryptography stays in the
+# one handshake module, and every other file goes through net/auth.h.
+check_sodium() {
+	awk -F '\t' '$1 == "C" && $4 ~ /^ *# *include *<sodium/ && $2 != "lib/net/auth.c" {
+		print $2 ":" $3 ": includes libsodium, which only lib/net/auth.c may"
+	}' "$tmp/facts"
+}
+
 # 3. Only folders whose fi column says yes call libfabric functions.
 check_libfabric() {
 	awk -v table="$table" "$prelude"'
@@ -292,6 +300,7 @@ report() {
 }
 check_includes >"$tmp/out" && report check_includes
 check_hwloc >"$tmp/out" && report check_hwloc
+check_sodium >"$tmp/out" && report check_sodium
 check_libfabric >"$tmp/out" && report check_libfabric
 check_provider_names >"$tmp/out" && report check_provider_names
 check_cycles >"$tmp/out" && report check_cycles

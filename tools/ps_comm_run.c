@@ -3,7 +3,8 @@
  *
  * This is the launcher the test suite uses, and the easiest way to try
  * pscomm on one machine.  It gives every rank the environment pscomm's
- * bootstrap reads (PS_COMM_RANK, PS_COMM_SIZE, PS_COMM_ROOT and, on request,
+ * bootstrap reads (PS_COMM_RANK, PS_COMM_SIZE, PS_COMM_ROOT, a random
+ * PS_COMM_JOB_KEY unless one is set and, on request,
  * FI_PROVIDER), then treats the ranks as one job: the first rank that fails,
  * a timeout or an interrupt stops all of them, so a broken test can neither
  * leave processes behind nor hang the build.  Each rank runs in its own
@@ -39,6 +40,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/prctl.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
@@ -150,6 +152,9 @@ static void usage(FILE *f)
 		"Ranks get HFI_NO_BACKTRACE=1 and IPATH_NO_BACKTRACE=1 unless"
 		" set, so that\n"
 		"a crash shows as its signal; ranks die with the launcher.\n"
+		"Unless PS_COMM_JOB_KEY or PS_COMM_JOB_KEY_FILE is set, the"
+		" ranks share a\n"
+		"random PS_COMM_JOB_KEY made for this job.\n"
 		"The last line names the first rank to fail and what the"
 		" others did next.\n"
 		"Exit status: 0 if all ranks exit 0, 77 if all exit 77,"
@@ -331,12 +336,50 @@ static int pick_port(void)
 	return -1;
 }
 
+/*
+ * A job key for a job that set none: 32 random bytes in hex. Every
+ * connection to the ranks' listeners must then prove it knows the key
+ * (doc/security.md); the ranks' environment is readable by this user and
+ * root only. False (after a message) when the kernel gives no randomness.
+ */
+static bool make_job_key(void)
+{
+	const char *k = getenv("PS_COMM_JOB_KEY");
+	const char *f = getenv("PS_COMM_JOB_KEY_FILE");
+	unsigned char raw[32];
+	char hex[2 * sizeof(raw) + 1];
+	size_t got = 0;
+
+	if ((k && *k) || (f && *f))
+		return true;
+	while (got < sizeof(raw)) {
+		ssize_t n = getrandom(raw + got, sizeof(raw) - got, 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "%s: cannot make a job key: getrandom: "
+				"%s\n", progname, strerror(errno));
+			return false;
+		}
+		got += (size_t)n;
+	}
+	for (size_t i = 0; i < sizeof(raw); i++)
+		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+	setenv("PS_COMM_JOB_KEY", hex, 1);
+	memset(raw, 0, sizeof(raw));
+	memset(hex, 0, sizeof(hex));
+	return true;
+}
+
 /* Set the environment all ranks share; false (after a message) if not. */
 static bool setup_env(const struct options *o)
 {
 	const char *root = getenv("PS_COMM_ROOT");
 	char buf[64];
 
+	if (!make_job_key())
+		return false;
 	if (!root || !*root) {
 		int port = pick_port();
 

@@ -72,6 +72,18 @@ void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p);
 
 /*
+ * The record's text form (key=value lines, a blank line, the address):
+ * encode returns the bytes written or 0 when len is too small; decode
+ * checks everything a stranger could have put there and returns false
+ * when anything is malformed. Neither touches the MAC (psc_boot_exchange
+ * adds and checks it).
+ */
+size_t psc_boot_record_encode(const struct psc_boot_record *rec, uint8_t *buf,
+			      size_t len);
+bool psc_boot_record_decode(const uint8_t *buf, size_t len,
+			    struct psc_boot_record *rec);
+
+/*
  * Publish me, MACed with the job key and bound to this rendezvous and
  * rank, read every rank's record in rank order, verify its MAC (-EACCES
  * when it does not), check it against me and hand it to peer(arg, rank,

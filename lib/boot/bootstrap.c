@@ -86,7 +86,8 @@ void psc_boot_record_init(struct psc_boot_record *rec,
 }
 
 /* Serialise as "key=value\n" lines, a blank line, then the address. */
-static size_t rec_encode(const struct psc_boot_record *rec, uint8_t *buf, size_t len)
+size_t psc_boot_record_encode(const struct psc_boot_record *rec, uint8_t *buf,
+			      size_t len)
 {
 	int n = snprintf((char *)buf, len, "v=%s\nprov=%s\nfmt=%s\nctx=%s\n"
 			 "hash=%016llx\nagree=%s\nhost=%s\nlive=%s\n"
@@ -129,7 +130,8 @@ static bool rec_field(const char *text, const char *key, char *out,
 }
 
 /* Parse a record received from the store; false if malformed. */
-static bool rec_decode(const uint8_t *buf, size_t len, struct psc_boot_record *rec)
+bool psc_boot_record_decode(const uint8_t *buf, size_t len,
+			    struct psc_boot_record *rec)
 {
 	char text[2048], num[32];
 	const uint8_t *sep;
@@ -354,7 +356,7 @@ static int gather(const struct psc_boot_plan *b, struct psc_store *s,
 			return -EACCES;
 		}
 		vlen -= PSC_AUTH_MAC_LEN;
-		if (!rec_decode(val, vlen, &them)) {
+		if (!psc_boot_record_decode(val, vlen, &them)) {
 			free(val);
 			snprintf(s->err, sizeof(s->err), "malformed bootstrap "
 				 "record from rank %d", r);
@@ -395,7 +397,7 @@ int psc_boot_exchange(struct psc_boot_plan *b,
 	rc = store_open(&s, b);
 	/* The key is known now (pmix may have made it). */
 	mine.hash = psc_auth_settings_hash(&b->key, mine.agree);
-	n = rec_encode(me, buf, sizeof(buf) - PSC_AUTH_MAC_LEN);
+	n = psc_boot_record_encode(me, buf, sizeof(buf) - PSC_AUTH_MAC_LEN);
 	if (!rc && !n) {
 		snprintf(s.err, sizeof(s.err), "this rank's record does not "
 			 "fit %zu bytes", sizeof(buf) - PSC_AUTH_MAC_LEN);

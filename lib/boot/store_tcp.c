@@ -47,8 +47,8 @@ enum { REPLY_PLAIN = 0, REPLY_RETRY = -2, REPLY_MISMATCH = -3 };
 #define PRE_MAX (PSC_AUTH_HELLO_LEN + 64)
 /* Seconds a stranger has to authenticate. */
 #define PRE_DEADLINE_S 5.0
-/* At most one log line per this many seconds about strangers. */
-#define STRANGER_LOG_S 1.0
+/* Lines about strangers: a burst of this many, then one a second. */
+#define STRANGER_LOG_BURST 5.0
 /* The binding of a store handshake: generation, rank, size. */
 #define BIND_LEN 12
 
@@ -140,13 +140,14 @@ struct server {
 	struct kv *kvs;
 	int byes;
 	char abort_reason[256];
-	double log_at;	     /* last log line about strangers */
+	double log_at;	     /* when log_tokens was last topped up */
+	double log_tokens;   /* lines about strangers we may still log */
 	unsigned log_quiet;  /* ... and how many were held back since */
 	double accept_pause; /* no accept before (out of descriptors) */
 	pthread_t thread;
 };
 
-/* A line about strangers: at most one per STRANGER_LOG_S. */
+/* A line about strangers: a short burst, then at most one a second. */
 static void stranger_log(struct server *sv, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 static void stranger_log(struct server *sv, const char *fmt, ...)
@@ -155,20 +156,22 @@ static void stranger_log(struct server *sv, const char *fmt, ...)
 	double now = psc_now();
 	va_list ap;
 
-	if (now - sv->log_at < STRANGER_LOG_S) {
+	sv->log_tokens = PSC_MIN(STRANGER_LOG_BURST,
+				 sv->log_tokens + (now - sv->log_at));
+	sv->log_at = now;
+	if (sv->log_tokens < 1) {
 		sv->log_quiet++;
 		return;
 	}
+	sv->log_tokens -= 1;
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (sv->log_quiet)
 		psc_log(PSC_LOG_WARN, 0, "rendezvous: %s (and %u more such "
-			"events in the last %.0f s)", line, sv->log_quiet,
-			now - sv->log_at);
+			"events not logged)", line, sv->log_quiet);
 	else
 		psc_log(PSC_LOG_WARN, 0, "rendezvous: %s", line);
-	sv->log_at = now;
 	sv->log_quiet = 0;
 }
 
@@ -366,7 +369,8 @@ static void handle_proof(struct server *sv, struct conn *c)
 	}
 	if (psc_auth_server_check(&c->hs, c->payload, h->len) != 0) {
 		stranger_log(sv, "refusing a connection from %s: it does not "
-			     "know this job's PS_COMM_JOB_KEY", c->peer);
+			     "know this job's PS_COMM_JOB_KEY (a foreign job, "
+			     "or a stranger)", c->peer);
 		server_error(sv, c, REPLY_MISMATCH, "authentication failed");
 		conn_drop(sv, c);
 		return;
@@ -564,6 +568,11 @@ static void conn_read(struct server *sv, struct conn *c)
 
 		n = recv(c->fd, dst + c->got, want - c->got, MSG_DONTWAIT);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+			/* A client that found our CHAL wrong just leaves. */
+			if (c->st == C_PROOF)
+				stranger_log(sv, "%s left during the handshake: "
+					     "a foreign job, or a client with "
+					     "another PS_COMM_JOB_KEY", c->peer);
 			conn_drop(sv, c);
 			return;
 		}
@@ -800,7 +809,8 @@ static int server_start(struct psc_store *s, struct sockaddr_storage *addr,
 	sv->unauth_max = params->unauth_max > 0 ? params->unauth_max : 1;
 	sv->key = *key;
 	psc_auth_random(sv->session, sizeof(sv->session));
-	sv->log_at = -STRANGER_LOG_S;
+	sv->log_at = psc_now();
+	sv->log_tokens = STRANGER_LOG_BURST;
 	rc = pthread_create(&sv->thread, NULL, server_main, sv);
 	if (rc) {
 		server_free(sv);
@@ -1054,7 +1064,7 @@ static int client_handshake(struct psc_store *s, const char *host)
 					     s->session) != 0) {
 		snprintf(s->err, sizeof(s->err), "the rendezvous at %s did "
 			 "not prove that it knows this job's PS_COMM_JOB_KEY: "
-			 "it serves another job, or the keys differ",
+			 "it serves a foreign job, or the keys differ",
 			 t->root);
 		rc = -EBADE;
 	}
@@ -1067,7 +1077,7 @@ static int client_handshake(struct psc_store *s, const char *host)
 	if (rc == -EBADE && strstr(s->err, "authentication failed"))
 		snprintf(s->err, sizeof(s->err), "the rendezvous at %s refused "
 			 "this rank's proof: PS_COMM_JOB_KEY differs from rank "
-			 "0's", t->root);
+			 "0's (a foreign job?)", t->root);
 	if (rc == 0 && rh.type != PSC_WIRE_OK) {
 		snprintf(s->err, sizeof(s->err), "rendezvous at %s answered "
 			 "PROOF with type %u", t->root, rh.type);
