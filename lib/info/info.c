@@ -100,8 +100,12 @@ static void param_current(const struct psc_info *cx, size_t k, char *buf,
 	const struct psc_param_desc *d = &psc_param_table[k];
 	const char *env = getenv(d->name);
 
-	/* A secret: that it is set is all the report may say. */
-	if (strcmp(d->name, "PS_COMM_JOB_KEY") == 0 && env && *env)
+	/*
+	 * A secret: that it is set is all the report may say, whether it
+	 * came from the environment or from PS_COMM_JOB_KEY_FILE.
+	 */
+	if (strcmp(d->name, "PS_COMM_JOB_KEY") == 0 &&
+	    ((env && *env) || (cx->params_ok && *cx->params.job_key)))
 		snprintf(buf, len, "(hidden)");
 	/* After a load error the struct is partial: show the raw text. */
 	else if (!cx->params_ok)

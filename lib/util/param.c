@@ -309,7 +309,12 @@ void psc_param_format(const struct psc_params *p,
 		snprintf(buf, len, "%g", *(const double *)field);
 		break;
 	case PSC_PARAM_STR:
-		snprintf(buf, len, "%s", *(const char *const *)field);
+		/* The job key is never printed, by any caller. */
+		if (d->offset == offsetof(struct psc_params, job_key))
+			snprintf(buf, len, "%s",
+				 **(const char *const *)field ? "(hidden)" : "");
+		else
+			snprintf(buf, len, "%s", *(const char *const *)field);
 		break;
 	}
 }

@@ -54,7 +54,7 @@ int psc_param_parse_int(const char *s, int *out);
 int psc_param_parse_size(const char *s, size_t *out);
 int psc_param_parse_double(const char *s, double *out);
 
-/* Print the current value of parameter d in p into buf. */
+/* Print the current value of parameter d in p into buf ("(hidden)" for a set job key). */
 void psc_param_format(const struct psc_params *p,
 		      const struct psc_param_desc *d, char *buf, size_t len);
 

@@ -32,6 +32,7 @@
 #include "net/auth.h"
 #include "net/net.h"
 #include "net/wire.h"
+#include "util/log.h"
 #include "util/param.h"
 #include "util/util.h"
 
@@ -59,6 +60,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	int fd;
 
 	setenv("PS_COMM_LOG_LEVEL", "error", 1);
+	psc_log_setup();
 	if (psc_params_load(&params, err, sizeof(err)) ||
 	    psc_auth_key_load(&none, "", err, sizeof(err)))
 		abort();

@@ -407,6 +407,16 @@ START_TEST(test_key_file)
 	ck_assert_int_eq(chmod(path, 0600), 0);
 	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), 0);
 	ck_assert_str_eq(p.job_key, secret);
+	/* No printer shows it. */
+	for (size_t i = 0; i < psc_param_count; i++) {
+		char val[256];
+
+		psc_param_format(&p, &psc_param_table[i], val, sizeof(val));
+		ck_assert_msg(strstr(val, secret) == NULL, "%s shows the key",
+			      psc_param_table[i].name);
+		if (strcmp(psc_param_table[i].name, "PS_COMM_JOB_KEY") == 0)
+			ck_assert_str_eq(val, "(hidden)");
+	}
 	/* Group- or world-readable: refused, saying how to fix it. */
 	ck_assert_int_eq(chmod(path, 0644), 0);
 	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), -EINVAL);

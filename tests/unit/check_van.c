@@ -462,6 +462,42 @@ START_TEST(test_bad_frames)
 }
 END_TEST
 
+/* A fetcher with another job key is refused, and so is a van with one. */
+START_TEST(test_wrong_key)
+{
+	struct psc_auth_key other;
+	struct node a, b;
+	uint8_t name[256];
+	size_t namelen = sizeof(name);
+	uint32_t slot;
+	char err[512];
+
+	setenv("PS_COMM_JOB_KEY", "van-key-one", 1);
+	node_up(&a, 8);
+	setenv("PS_COMM_JOB_KEY", "van-key-two", 1);
+	node_up(&b, 9);
+	unsetenv("PS_COMM_JOB_KEY");
+	ck_assert_int_ne(ps_comm_van_connect(b.van, 8, HOST, a.port), 0);
+	ck_assert_int_eq(psc_auth_key_load(&other, "van-key-two", err,
+					   sizeof(err)), 0);
+	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other,
+				       ps_comm_van_provider(a.van),
+				       psc_now() + 5, &slot, name, &namelen,
+				       err, sizeof(err)),
+			 -EBADE);
+	ck_assert_msg(strstr(err, "PS_COMM_JOB_KEY") != NULL, "%s", err);
+	ck_assert_int_eq(psc_auth_key_load(&other, "van-key-one", err,
+					   sizeof(err)), 0);
+	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other,
+				       ps_comm_van_provider(a.van),
+				       psc_now() + 5, &slot, name, &namelen,
+				       err, sizeof(err)),
+			 0);
+	ps_comm_van_destroy(b.van);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
 START_TEST(test_connect_unreachable)
 {
 	struct node a;
@@ -500,6 +536,7 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_stop_start);
 	tcase_add_test(tc, test_bad_frames);
 	tcase_add_test(tc, test_connect_unreachable);
+	tcase_add_test(tc, test_wrong_key);
 	suite_add_tcase(s, tc);
 	return s;
 }
