@@ -225,6 +225,8 @@ for s in $SCENARIOS; do
 			[ "$job1" -eq 0 ]
 		[ -n "$REPORT" ] || check "replay: the relay captured rank 1's bytes" \
 			[ -s "$tmp/captured" ]
+		[ -n "$REPORT" ] || check "replay: the key is not in what rank 1 sent" \
+			eval '! grep -q attacks-test-key "$tmp/captured"' 
 		# Job 2, same key: the capture goes in before rank 1.
 		free_port
 		rank0 "$s" 1024 $BASE $KEY PS_COMM_ROOT=127.0.0.1:$port
