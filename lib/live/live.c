@@ -560,38 +560,44 @@ static void accept_link(struct psc_live *l)
 {
 	int fd = accept4(l->listen_fd, NULL, NULL,
 			 SOCK_NONBLOCK | SOCK_CLOEXEC);
-	struct link *oldest = NULL;
+	struct link *oldest = NULL, *spare = NULL, *k;
 	int unbound = 0;
 
 	if (fd < 0)
 		return;
 	link_setup(fd);
 	for (int i = 0; i < l->nlinks; i++) {
-		struct link *k = &l->links[i];
-
+		k = &l->links[i];
+		if (k->fd < 0 && !spare)
+			spare = k;
 		if (k->fd < 0 || k->rank >= 0)
 			continue;
 		unbound++;
 		if (!oldest || k->since < oldest->since)
 			oldest = k;
 	}
-	/* The oldest stranger makes room: newcomers are never locked out. */
+	/*
+	 * The oldest stranger makes room, and the newcomer takes its slot
+	 * (no compaction here: the thread's poll set still indexes links).
+	 */
 	if (oldest && (unbound >= l->cfg.unauth_max ||
 		       l->nlinks >= l->maxlinks)) {
 		close_link(oldest);
-		compact(l);
-	}
-	if (l->nlinks >= l->maxlinks) {
+		k = oldest;
+	} else if (l->nlinks < l->maxlinks) {
+		k = &l->links[l->nlinks++];
+	} else if (spare) {
+		k = spare;
+	} else {
 		close(fd);
 		return;
 	}
-	memset(&l->links[l->nlinks], 0, sizeof(l->links[0]));
-	l->links[l->nlinks].fd = fd;
-	l->links[l->nlinks].rank = -1;
-	l->links[l->nlinks].claim = -1;
-	l->links[l->nlinks].since = psc_now();
-	l->links[l->nlinks].last_rx = psc_now();
-	l->nlinks++;
+	memset(k, 0, sizeof(*k));
+	k->fd = fd;
+	k->rank = -1;
+	k->claim = -1;
+	k->since = psc_now();
+	k->last_rx = psc_now();
 }
 
 /* ---------------------------------------------------------- watchdog */
