@@ -266,9 +266,13 @@ static int store_open(struct psc_store *s, struct psc_boot_plan *b)
 		/* The launcher is trusted: it hands out a key of its own. */
 		int rc = psc_store_pmix_open(s, !b->key.keyed);
 
-		if (rc == 0 && s->made_key[0])
+		if (rc == 0 && s->made_key[0]) {
 			rc = psc_auth_key_load(&b->key, s->made_key, s->err,
 					       sizeof(s->err));
+			psc_log(PSC_LOG_INFO, b->rank, "no PS_COMM_JOB_KEY set: "
+				"using the random key rank 0 handed out through "
+				"PMIx");
+		}
 		explicit_bzero(s->made_key, sizeof(s->made_key));
 		return rc;
 	}

@@ -31,5 +31,12 @@ else
 	not_ok "mpirun -np 3 examples/pingpong (exit $rc)"
 	sed 's/^/#   /' "$log" | tail -20
 fi
+# No key was set: rank 0 made one, and every rank took it from PMIx.
+if [ "$(grep -c "the random key rank 0 handed out through PMIx" "$log")" -eq 3 ]; then
+	ok "mpirun: every rank uses the job key rank 0 made (none was set)"
+else
+	not_ok "mpirun: not every rank took rank 0's key through PMIx"
+	sed 's/^/#   /' "$log" | tail -20
+fi
 rm -f "$log"
 finish
