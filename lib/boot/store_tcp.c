@@ -196,9 +196,14 @@ static void server_reply(struct server *sv, struct conn *c, uint16_t type,
 	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION, type,
 				 sv->job, kind, 0, len};
 
-	/* The size is the job's business: only admitted ranks learn it. */
+	/*
+	 * The job's business is for admitted ranks: a stranger hears its
+	 * own generation back, and no size.
+	 */
 	if (c->st == C_ADMITTED)
 		h.size = sv->size;
+	else
+		h.job = c->job;
 	/* Replies are small; a client that does not read them is dropped. */
 	if (c->fd >= 0 && wire_send(c->fd, &h, pay, psc_now() + 5) != 0)
 		conn_close_fd(c);
