@@ -7,7 +7,9 @@
  *
  * Input: byte 0 chooses what the server connection does first; bit 0
  * set: a proper handshake as rank 1 with the empty key (public, so this
- * reaches what an admitted rank can send), else nothing. The remaining
+ * reaches what an admitted rank can send; the harness then writes the
+ * root's generation into every header it finds walking the input by
+ * its lengths), else nothing. The remaining
  * bytes are also fed, as they are, to the header and record decoders, and
  * then sent to a fresh root (rank 0 of a 2-rank job on 127.0.0.1), whose
  * reply stream is read until it closes.
@@ -51,6 +53,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 static struct psc_params params;
 static struct psc_auth_key none;
 static char root[64];
+/* The generation of the root opened last: the tcp store counts opens. */
+static uint64_t gen;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -133,10 +137,11 @@ static bool authenticate(int fd, double deadline)
 	uint8_t chal[PSC_AUTH_CHAL_LEN], proof[PSC_AUTH_PROOF_LEN];
 	uint8_t bind[12] = {0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 2};
 	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
-				 PSC_WIRE_HELLO, 0, 1, 2, sizeof(hello)};
+				 PSC_WIRE_HELLO, gen, 1, 2, sizeof(hello)};
 	struct psc_auth_hs hs;
 	char err[128];
 
+	psc_be_put(bind, gen, 4);
 	psc_auth_client_hello(&hs, &none, PSC_AUTH_STORE, bind, sizeof(bind),
 			      hello);
 	memcpy(hello + PSC_AUTH_HELLO_LEN, "fuzz", 4);
@@ -150,7 +155,7 @@ static bool authenticate(int fd, double deadline)
 	    psc_auth_client_proof(&hs, chal, sizeof(chal), proof, NULL))
 		return false;
 	h = (struct psc_wire_hdr){PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
-				  PSC_WIRE_PROOF, 0, 1, 2, sizeof(proof)};
+				  PSC_WIRE_PROOF, gen, 1, 2, sizeof(proof)};
 	psc_wire_encode(&h, hb);
 	return psc_write_full(fd, hb, sizeof(hb), deadline) == 0 &&
 	       psc_write_full(fd, proof, sizeof(proof), deadline) == 0 &&
@@ -161,6 +166,7 @@ static bool authenticate(int fd, double deadline)
 
 static void server(const uint8_t *data, size_t size)
 {
+	static uint64_t opened;
 	struct psc_store s = {0};
 	struct sockaddr_storage ra;
 	struct psc_hostport hp;
@@ -172,6 +178,7 @@ static void server(const uint8_t *data, size_t size)
 	s.rank = 0;
 	s.size = 2;
 	s.deadline = psc_now() + 30;
+	gen = opened++ & 0xffff;
 	if (psc_store_tcp_open(&s, root, &params, &none) != 0) {
 		/* The port may linger in use: not the input's fault. */
 		if (s.ops)
@@ -184,10 +191,21 @@ static void server(const uint8_t *data, size_t size)
 	fd = psc_connect_retry((struct sockaddr *)&ra, rl, deadline, &last);
 	PROMISE(fd >= 0);
 	if (!(data[0] & 1) || authenticate(fd, deadline)) {
-		if (psc_write_full(fd, data + 1, size - 1, deadline) == 0)
+		uint8_t *msg = malloc(size);
+
+		PROMISE(msg);
+		memcpy(msg, data + 1, size - 1);
+		/* Admitted: every header speaks for this root's generation. */
+		for (size_t off = 0; (data[0] & 1) &&
+				     off + PSC_WIRE_HDR_LEN <= size - 1;) {
+			psc_be_put(msg + off + 8, gen, 8);
+			off += PSC_WIRE_HDR_LEN + psc_be_get(msg + off + 24, 4);
+		}
+		if (psc_write_full(fd, msg, size - 1, deadline) == 0)
 			shutdown(fd, SHUT_WR);
 		else
 			shutdown(fd, SHUT_RDWR);
+		free(msg);
 		/* The root closes within its stranger deadline at most. */
 		PROMISE(drain(fd, psc_now() + 8));
 	}
