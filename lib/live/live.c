@@ -511,6 +511,25 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 	}
 }
 
+int psc_live_frame_next(const uint8_t *buf, size_t len,
+			struct psc_live_frame *f)
+{
+	size_t plen;
+
+	if (len < HDR)
+		return 0;
+	plen = psc_be_get(buf + 2, 2);
+	if (plen > FRAME_MAX)
+		return -EPROTO;
+	if (len < HDR + plen)
+		return 0;
+	f->type = buf[0];
+	f->rank = (int)(uint32_t)psc_be_get(buf + 4, 4);
+	f->pl = buf + HDR;
+	f->plen = plen;
+	return (int)(HDR + plen);
+}
+
 /* Read what k has and handle whole frames. Lock held. */
 static void link_read(struct psc_live *l, struct link *k)
 {
@@ -528,19 +547,19 @@ static void link_read(struct psc_live *l, struct link *k)
 			return;
 		k->inlen += (size_t)n;
 		k->last_rx = psc_now();
-		while (k->inlen - off >= HDR) {
-			const uint8_t *f = k->in + off;
-			size_t plen = psc_be_get(f + 2, 2);
-			int r = (int)psc_be_get(f + 4, 4);
+		for (;;) {
+			struct psc_live_frame f;
+			int fl = psc_live_frame_next(k->in + off,
+						     k->inlen - off, &f);
 
-			if (plen > FRAME_MAX) {
+			if (fl < 0) {
 				link_lost(l, k, "sent a malformed liveness "
 					  "frame");
 				return;
 			}
-			if (k->inlen - off < HDR + plen)
+			if (fl == 0)
 				break;
-			if (!frame(l, k, f[0], r, f + HDR, plen)) {
+			if (!frame(l, k, f.type, f.rank, f.pl, f.plen)) {
 				link_lost(l, k, "sent an unexpected liveness "
 					  "frame");
 				return;
@@ -548,7 +567,7 @@ static void link_read(struct psc_live *l, struct link *k)
 			/* A DEAD frame may have closed this very link. */
 			if (k->fd < 0)
 				return;
-			off += HDR + plen;
+			off += (size_t)fl;
 		}
 		memmove(k->in, k->in + off, k->inlen - off);
 		k->inlen -= off;

@@ -107,4 +107,24 @@ void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words);
  */
 void psc_live_leave(struct psc_live *l);
 
+/*
+ * One frame of a liveness link, as it arrives from any peer: type u8, a
+ * zero u8, payload length u16 (at most 480), rank u32, all big-endian,
+ * then the payload. pl points into the bytes it was decoded from.
+ */
+struct psc_live_frame {
+	int type;
+	int rank; /* as sent: the handler checks its range per type */
+	const uint8_t *pl;
+	size_t plen;
+};
+
+/*
+ * The first frame of the len bytes at buf (a link's stream so far): its
+ * length in bytes, 0 when it is not complete yet, or -EPROTO when its
+ * header announces an oversized payload. Never reads outside buf.
+ */
+int psc_live_frame_next(const uint8_t *buf, size_t len,
+			struct psc_live_frame *f);
+
 #endif /* PSC_LIVE_H */

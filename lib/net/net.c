@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "net/net.h"
+#include "util/param.h"
 #include "util/util.h"
 
 int psc_hostport_parse(const char *s, struct psc_hostport *hp)
@@ -56,15 +57,10 @@ int psc_hostport_parse(const char *s, struct psc_hostport *hp)
 	memcpy(hp->host, host, hlen);
 	hp->host[hlen] = '\0';
 	if (port) {
-		char *end;
-		long v;
+		const char *end;
+		unsigned v;
 
-		/* strtol would accept blanks and signs: digits only. */
-		if (*port < '0' || *port > '9')
-			return -EINVAL;
-		errno = 0;
-		v = strtol(port, &end, 10);
-		if (errno || end == port || *end || v < 0 || v > 65535)
+		if (psc_param_parse_port(port, &end, &v) != 0 || *end)
 			return -EINVAL;
 		hp->port = (uint16_t)v;
 	}
@@ -351,8 +347,7 @@ int psc_listen(struct sockaddr_storage *addr, socklen_t addrlen,
 	int fd = -EADDRINUSE;
 
 	if (get_port(addr) == 0 && range && *range) {
-		if (sscanf(range, "%u-%u", &lo, &hi) != 2 || lo == 0 ||
-		    hi > 65535 || lo > hi)
+		if (psc_param_parse_port_range(range, &lo, &hi) != 0)
 			return -EINVAL;
 		for (unsigned p = lo; p <= hi; p++) {
 			set_port(addr, (uint16_t)p);

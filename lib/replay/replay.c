@@ -169,8 +169,11 @@ enum kind {
 	K_ENUM,	     /* enum (int) named by fi_tostr(type) */
 	K_ENUM_U32,  /* uint32_t named by fi_tostr(type) (protocol) */
 	K_RM, K_BUS, K_LINK_STATE, /* enums fi_tostr cannot name */
-	K_STR, K_VERSION, K_SRC_ADDR, K_PROGRESS,
+	K_STR, K_VERSION, K_SRC_ADDR, K_SRC_ADDRLEN, K_PROGRESS,
 };
+
+/* No fabric address is longer; a larger src_addrlen is a typo. */
+#define ADDRLEN_MAX 4096
 
 #define F(sec, key, kind, type, strct, field)                                  \
 	{sec, key, kind, type, offsetof(strct, field)}
@@ -186,7 +189,8 @@ static const struct field {
 	F(S_INFO, "mode", K_FLAGS, FI_TYPE_MODE, struct fi_info, mode),
 	F(S_INFO, "addr_format", K_ENUM_U32, FI_TYPE_ADDR_FORMAT,
 	  struct fi_info, addr_format),
-	F(S_INFO, "src_addrlen", K_SIZE, 0, struct fi_info, src_addrlen),
+	F(S_INFO, "src_addrlen", K_SRC_ADDRLEN, 0, struct fi_info,
+	  src_addrlen),
 	F(S_INFO, "src_addr", K_SRC_ADDR, 0, struct fi_info, src_addr),
 	F(S_TX, "caps", K_FLAGS, FI_TYPE_CAPS, struct fi_tx_attr, caps),
 	F(S_TX, "mode", K_FLAGS, FI_TYPE_MODE, struct fi_tx_attr, mode),
@@ -413,8 +417,14 @@ static int parse_sockaddr(const char *val, struct fi_info *i)
 	return 0;
 }
 
+/*
+ * src_addr, once per entry: fi_dupinfo copies src_addrlen bytes of it,
+ * so the two must stay consistent (see K_SRC_ADDRLEN).
+ */
 static int parse_src_addr(const char *val, struct fi_info *i)
 {
+	if (i->src_addr)
+		return -EINVAL;
 	if (strcmp(val, "(null)") == 0)
 		return 0;
 	if (i->addr_format == FI_SOCKADDR_IN ||
@@ -464,6 +474,7 @@ static int store(const struct field *f, void *base, struct fi_info *i,
 
 	switch (f->kind) {
 	case K_U8: case K_U16: case K_U32: case K_U64: case K_SIZE:
+	case K_SRC_ADDRLEN:
 		errno = 0;
 		n = strtoull(v, &end, 0);
 		if (errno || end == v || *end) {
@@ -478,8 +489,17 @@ static int store(const struct field *f, void *base, struct fi_info *i,
 			*(uint32_t *)p = (uint32_t)n;
 		else if (f->kind == K_U64)
 			*(uint64_t *)p = n;
-		else
+		else if (f->kind == K_SIZE)
 			*(size_t *)p = (size_t)n;
+		else if (i->src_addr || n > ADDRLEN_MAX) {
+			/* After src_addr it would no longer describe it. */
+			snprintf(err, len, "%s", i->src_addr
+				 ? "src_addrlen after src_addr"
+				 : "longer than any address");
+			return -EINVAL;
+		} else {
+			i->src_addrlen = (size_t)n;
+		}
 		return 0;
 	case K_FLAGS:
 	case K_FLAGS_INT:
@@ -532,7 +552,7 @@ static int store(const struct field *f, void *base, struct fi_info *i,
 	case K_SRC_ADDR:
 		rc = parse_src_addr(v, i);
 		if (rc)
-			snprintf(err, len, "bad address \"%s\"", v);
+			snprintf(err, len, "bad or second address \"%s\"", v);
 		return rc;
 	}
 	return -EINVAL;

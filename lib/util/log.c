@@ -34,8 +34,7 @@ int psc_log_level_parse(const char *name)
 	return -1;
 }
 
-/* Expand %h and %p in pattern into out. */
-static void expand_log_path(const char *pattern, char *out, size_t len)
+void psc_log_path_expand(const char *pattern, char *out, size_t len)
 {
 	size_t o = 0;
 
@@ -79,7 +78,7 @@ static void log_setup_once(void)
 		char path[4096];
 		int fd;
 
-		expand_log_path(file, path, sizeof(path));
+		psc_log_path_expand(file, path, sizeof(path));
 		fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
 			  0644);
 		if (fd < 0)

@@ -36,4 +36,11 @@ void psc_log(int level, int rank, const char *fmt, ...)
 /* Parse a level name; returns -1 if unknown. */
 int psc_log_level_parse(const char *name);
 
+/*
+ * PS_COMM_LOG_FILE's pattern into out (len > 0 bytes, always
+ * NUL-terminated, truncated when too long): %h becomes the host name
+ * (once psc_log_setup ran), %p the pid, anything else stays as it is.
+ */
+void psc_log_path_expand(const char *pattern, char *out, size_t len);
+
 #endif /* PSC_LOG_H */

@@ -97,6 +97,37 @@ int psc_param_parse_double(const char *s, double *out)
 	return 0;
 }
 
+int psc_param_parse_port(const char *s, const char **end, unsigned *out)
+{
+	unsigned long v;
+	char *e;
+
+	/* strtoul would skip blanks and accept a sign: digits only. */
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &e, 10);
+	if (errno || v > 65535)
+		return -EINVAL;
+	*end = e;
+	*out = (unsigned)v;
+	return 0;
+}
+
+int psc_param_parse_port_range(const char *s, unsigned *lo, unsigned *hi)
+{
+	const char *end;
+	unsigned l, h;
+
+	if (psc_param_parse_port(s, &end, &l) != 0 || *end != '-' ||
+	    psc_param_parse_port(end + 1, &end, &h) != 0 || *end != '\0' ||
+	    l == 0 || l > h)
+		return -EINVAL;
+	*lo = l;
+	*hi = h;
+	return 0;
+}
+
 /* Parse text into the field described by d. */
 static int param_set(struct psc_params *p, const struct psc_param_desc *d,
 		     const char *text)
@@ -117,9 +148,14 @@ static int param_set(struct psc_params *p, const struct psc_param_desc *d,
 	return -EINVAL;
 }
 
-/* Limits where 0 would mean "fail at once": refuse them, saying why. */
-static int check_positive(const struct psc_params *p, char *err, size_t len)
+/*
+ * Limits where 0 would mean "fail at once", and values that would fail
+ * only later, at the first listen: refuse them, saying why.
+ */
+static int check_values(const struct psc_params *p, char *err, size_t len)
 {
+	unsigned lo, hi;
+
 	if (p->timeout <= 0) {
 		snprintf(err, len, "PS_COMM_TIMEOUT=%g: the bootstrap needs a "
 			 "positive number of seconds to wait for the other "
@@ -137,6 +173,13 @@ static int check_positive(const struct psc_params *p, char *err, size_t len)
 		snprintf(err, len, "PS_COMM_UNAUTH_MAX=%d: at least one "
 			 "connection must be able to authenticate (default 64)",
 			 p->unauth_max);
+		return -EINVAL;
+	}
+	if (*p->port_range &&
+	    psc_param_parse_port_range(p->port_range, &lo, &hi) != 0) {
+		snprintf(err, len, "PS_COMM_PORT_RANGE=\"%s\" is not lo-hi with "
+			 "1 <= lo <= hi <= 65535 (e.g. 50000-50100)",
+			 p->port_range);
 		return -EINVAL;
 	}
 	if (p->watchdog != 0 && p->watchdog != 1) {
@@ -290,7 +333,7 @@ int psc_params_load(struct psc_params *p, char *err, size_t len)
 			 PSC_PARAM_KEY_MAX);
 		return -EINVAL;
 	}
-	return check_positive(p, err, len);
+	return check_values(p, err, len);
 }
 
 void psc_param_format(const struct psc_params *p,

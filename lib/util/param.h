@@ -54,6 +54,18 @@ int psc_param_parse_int(const char *s, int *out);
 int psc_param_parse_size(const char *s, size_t *out);
 int psc_param_parse_double(const char *s, double *out);
 
+/*
+ * A port number: decimal digits only (no blank or sign), at most 65535.
+ * *end points past the digits. Returns 0 or -EINVAL.
+ */
+int psc_param_parse_port(const char *s, const char **end, unsigned *out);
+
+/*
+ * PS_COMM_PORT_RANGE's "lo-hi": two port numbers, 1 <= lo <= hi, and
+ * nothing else. Returns 0, or -EINVAL with lo and hi untouched.
+ */
+int psc_param_parse_port_range(const char *s, unsigned *lo, unsigned *hi);
+
 /* Print the current value of parameter d in p into buf ("(hidden)" for a set job key). */
 void psc_param_format(const struct psc_params *p,
 		      const struct psc_param_desc *d, char *buf, size_t len);

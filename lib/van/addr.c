@@ -284,10 +284,9 @@ void psc_van_unserve(struct psc_van_server *s)
 	free(s);
 }
 
-/* Check and unpack a VALUE answer. */
-static int parse_answer(const struct psc_wire_hdr *h, const uint8_t *in,
-			const char *provider, uint32_t *slot, uint8_t *name,
-			size_t *namelen, char *err, size_t errlen)
+int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
+			 const char *provider, uint32_t *slot, uint8_t *name,
+			 size_t *namelen, char *err, size_t errlen)
 {
 	const uint8_t *nul = memchr(in, '\0', h->len);
 	size_t n;
@@ -399,8 +398,8 @@ int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 			rc = -EBADE;
 	}
 	if (!rc)
-		rc = parse_answer(&h, in, provider, slot, name, namelen, err,
-				  errlen);
+		rc = psc_van_answer_parse(&h, in, provider, slot, name,
+					  namelen, err, errlen);
 	close(fd);
 	return rc;
 }

@@ -125,4 +125,18 @@ int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 		  const char *provider, double deadline, uint32_t *slot,
 		  uint8_t *name, size_t *namelen, char *err, size_t errlen);
 
+/*
+ * Check and unpack the answer to a fetch: h is its header, decoded and
+ * validated by psc_wire_decode and from the right job, and in its h->len
+ * payload bytes (bytes of a stranger: nothing else is trusted). A VALUE
+ * must carry a slot in 1..PSC_VAN_SLOT_MAX as rank and "provider\0address"
+ * with this node's provider and an address of 1..*namelen bytes. Fills
+ * *slot, name and *namelen. Returns 0, -EBADE (an ERROR answer, another
+ * provider) or -EPROTO (malformed), with err filled. Never reads past
+ * in + h->len.
+ */
+int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
+			 const char *provider, uint32_t *slot, uint8_t *name,
+			 size_t *namelen, char *err, size_t errlen);
+
 #endif /* PSC_VAN_INT_H */

@@ -225,6 +225,45 @@ START_TEST(test_load_env)
 END_TEST
 
 static const struct {
+	const char *text;
+	unsigned lo, hi;
+} ranges_ok[] = {
+	{"1-1", 1, 1}, {"50000-50100", 50000, 50100}, {"1-65535", 1, 65535},
+	{"0080-81", 80, 81},
+};
+
+START_TEST(test_parse_range_ok)
+{
+	unsigned lo = 0, hi = 0;
+
+	ck_assert_int_eq(psc_param_parse_port_range(ranges_ok[_i].text, &lo,
+						    &hi), 0);
+	ck_assert_uint_eq(lo, ranges_ok[_i].lo);
+	ck_assert_uint_eq(hi, ranges_ok[_i].hi);
+}
+END_TEST
+
+/* sscanf("%u-%u") took most of these: blanks, signs, trailing words. */
+static const char *const ranges_bad[] = {
+	"", "5000", "5000-", "-5000", "0-10", "10-9", "1-65536",
+	"5000-5100x", " 5000-5100", "5000 -5100", "5000- 5100", "+1-2",
+	"1-+2", "-1-5", "5000-5100-5200", "1--2", "99999999999-1", "a-b",
+	"4294967297-4294967298",
+};
+
+START_TEST(test_parse_range_bad)
+{
+	unsigned lo = 7, hi = 7;
+
+	ck_assert_msg(psc_param_parse_port_range(ranges_bad[_i], &lo, &hi) ==
+			      -EINVAL,
+		      "\"%s\" accepted as %u-%u", ranges_bad[_i], lo, hi);
+	ck_assert_uint_eq(lo, 7);
+	ck_assert_uint_eq(hi, 7);
+}
+END_TEST
+
+static const struct {
 	const char *name;
 	const char *value;
 } env_bad[] = {
@@ -240,6 +279,9 @@ static const struct {
 	{"PS_COMM_TIMEOUT", "0"},
 	{"PS_COMM_PEER_TIMEOUT", "0"},
 	{"PS_COMM_WATCHDOG", "2"},
+	/* Refused at init, not at the first listen. */
+	{"PS_COMM_PORT_RANGE", "5000-4000"},
+	{"PS_COMM_PORT_RANGE", "5000-5100 "},
 };
 
 START_TEST(test_load_invalid)
@@ -496,6 +538,10 @@ static Suite *param_suite(void)
 			    (int)PSC_ARRAY_SIZE(doubles_ok));
 	tcase_add_loop_test(tc, test_parse_double_bad, 0,
 			    (int)PSC_ARRAY_SIZE(doubles_bad));
+	tcase_add_loop_test(tc, test_parse_range_ok, 0,
+			    (int)PSC_ARRAY_SIZE(ranges_ok));
+	tcase_add_loop_test(tc, test_parse_range_bad, 0,
+			    (int)PSC_ARRAY_SIZE(ranges_bad));
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("load");

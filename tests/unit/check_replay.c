@@ -438,6 +438,16 @@ static const struct {
 	{"# only a comment\n", "no fi_info"},
 	{"fi_info:\n    fi_fabric_attr:\n        api_version: one\n",
 	 "version"},
+	/* Found by tests/fuzz/fuzz_replay: the first address leaked. */
+	{"fi_info:\n    addr_format: FI_SOCKADDR_IN\n"
+	 "    src_addr: fi_sockaddr_in://10.0.0.1:5\n"
+	 "    src_addr: fi_sockaddr_in://10.0.0.2:6\n", "second address"},
+	/* fi_dupinfo would copy 4096 bytes of a 16-byte address. */
+	{"fi_info:\n    addr_format: FI_SOCKADDR_IN\n"
+	 "    src_addr: fi_sockaddr_in://10.0.0.1:5\n"
+	 "    src_addrlen: 4096\n", "src_addrlen after src_addr"},
+	{"fi_info:\n    addr_format: FI_ADDR_PSMX2\n"
+	 "    src_addrlen: 1099511627776\n", "longer than any address"},
 };
 
 START_TEST(test_parse_errors)
