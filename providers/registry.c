@@ -85,10 +85,9 @@ bool psc_provider_filter_hides(const char *filter, const char *name)
 	snprintf(copy, sizeof(copy), "%s", filter + negated);
 	for (char *t = strtok_r(copy, ",", &save); t;
 	     t = strtok_r(NULL, ",", &save)) {
-		if (strcasecmp(t, name) == 0)
-			found = true;
-		else if (!negated && strncasecmp(t, name, n) == 0 &&
-			 t[n] == ';')
+		/* "a;x" names a itself only in a keep list. */
+		if (strcasecmp(t, name) == 0 ||
+		    (!negated && strncasecmp(t, name, n) == 0 && t[n] == ';'))
 			found = true;
 	}
 	return negated ? found : !found;
@@ -147,7 +146,8 @@ static void collect_agree(void)
 		for (const char *const *v = all[i].agree_env; v && *v; v++) {
 			size_t k = 0;
 
-			while (k < agree_count && strcmp(agree_vars[k], *v))
+			while (k < agree_count &&
+			       strcmp(agree_vars[k], *v) != 0)
 				k++;
 			if (k == agree_count &&
 			    agree_count < sizeof(agree_vars) /

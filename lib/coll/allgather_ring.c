@@ -37,12 +37,11 @@ void psc_ring_allgather(struct psc_sched *s, const struct psc_coll_args *a,
 		psc_block(count, n, rb, &roff, &rlen);
 		for (size_t j = 0; j < nseg; j++) {
 			size_t o = j * a->seg;
-			int op = -1;
 
 			if (right != skip && o < slen) {
-				op = psc_sched_send(s, work + (soff + o) * es,
-						    PSC_SEG_LEN(slen, o, a->seg) * es,
-						    right);
+				size_t len = PSC_SEG_LEN(slen, o, a->seg) * es;
+				int op = psc_sched_send(s, work + (soff + o) * es,
+							len, right);
 				psc_sched_after(s, op, got[j]);
 			}
 			got[j] = -1;

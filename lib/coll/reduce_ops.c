@@ -116,7 +116,11 @@ uint16_t psc_float_to_bf16(float f)
 typedef void (*kernel_fn)(void *inout, const void *in, size_t n,
 			  bool in_left);
 
-/* One kernel: T is the element type, U its unsigned twin, E the op. */
+/*
+ * One kernel: T is the element type, U its unsigned twin, E the op. T
+ * and U_ are types, which cannot be put in parentheses.
+ */
+/* NOLINTBEGIN(bugprone-macro-parentheses) */
 #define KERNEL(name, T, U_, E)                                                 \
 	static void name(void *inout_, const void *in_, size_t n,              \
 			 bool in_left)                                         \
@@ -132,6 +136,7 @@ typedef void (*kernel_fn)(void *inout, const void *in, size_t n,
 			for (size_t i = 0; i < n; i++)                         \
 				io[i] = (T)E(io[i], in[i]);                    \
 	}
+/* NOLINTEND(bugprone-macro-parentheses) */
 
 /* A 16-bit float kernel: widen, combine in float32, round back. */
 #define KERNEL16(name, TOF, FROMF, E)                                          \

@@ -260,10 +260,12 @@ int *psc_sched_marks(struct psc_sched *s, const struct psc_coll_args *a,
 
 void *psc_sched_tmp(struct psc_sched *s, size_t len)
 {
+	/* tmps keeps no capacity: each call grows it to twice its count. */
+	int cap = s->ntmps;
 	void *p;
 
-	if (s->err || !grow(s, (void **)&s->tmps, s->ntmps, &(int){s->ntmps},
-			    sizeof(void *)))
+	if (s->err ||
+	    !grow(s, (void **)&s->tmps, s->ntmps, &cap, sizeof(void *)))
 		return NULL;
 	p = malloc(len ? len : 1);
 	if (!p) {

@@ -83,7 +83,8 @@ int psc_ep_count(void)
 	return __atomic_load_n(&eps_count, __ATOMIC_RELAXED);
 }
 
-void psc_ep_each_other(struct psc_ep *self, void (*fn)(struct psc_ep *))
+void psc_ep_each_other(const struct psc_ep *self,
+		       void (*fn)(struct psc_ep *))
 {
 	if (psc_ep_count() < 2)
 		return;
@@ -118,7 +119,7 @@ static void ep_limits(struct psc_ep *ep)
 	/* Untagged eager messages must fit one provider message. */
 	ep->sw_eager = PSC_SW_EAGER;
 	if (c->max_msg_size < PSC_SW_HDR + PSC_SW_EAGER)
-		ep->sw_eager = c->max_msg_size > 2 * PSC_SW_HDR
+		ep->sw_eager = c->max_msg_size > 2 * (size_t)PSC_SW_HDR
 				       ? c->max_msg_size - PSC_SW_HDR
 				       : PSC_SW_HDR;
 }

@@ -84,7 +84,8 @@ void psc_fail_close(struct psc_ep *ep);
  * take without waiting (lock held during fn). psc_ep_count is their
  * number (relaxed read).
  */
-void psc_ep_each_other(struct psc_ep *self, void (*fn)(struct psc_ep *));
+void psc_ep_each_other(const struct psc_ep *self,
+		       void (*fn)(struct psc_ep *));
 int psc_ep_count(void);
 
 

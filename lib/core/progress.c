@@ -412,7 +412,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		}
 		return;
 	}
-	if (ep->fab.wait_mode == PSC_WAIT_SREAD && idle >= 16) {
+	if (ep->fab.wait_mode == PSC_WAIT_SREAD) {
 		struct fi_cq_tagged_entry ev;
 		ssize_t n;
 

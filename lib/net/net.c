@@ -163,10 +163,11 @@ static int route_source(const struct sockaddr *dst, struct sockaddr_storage *src
 	socklen_t dlen = dst->sa_family == AF_INET ? sizeof(struct sockaddr_in)
 						   : sizeof(struct sockaddr_in6);
 	socklen_t slen = sizeof(*src);
-	int fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	struct sockaddr_storage d;
-	int rc = -1;
+	int fd, rc = -1;
 
+	memset(src, 0, sizeof(*src));
+	fd = socket(dst->sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	memcpy(&d, dst, dlen);
@@ -273,7 +274,8 @@ int psc_iface_choose(const char *spec, const struct sockaddr *root,
 		if (!iface_allowed(i, spec, loopback_ok, family))
 			continue;
 		/* The interface the kernel routes the root through wins. */
-		if (have_via && psc_sockaddr_same_ip(i->ifa_addr, (struct sockaddr *)&via)) {
+		if (have_via &&
+		    psc_sockaddr_same_ip(i->ifa_addr, (struct sockaddr *)&via)) {
 			first = i;
 			break;
 		}
@@ -352,7 +354,7 @@ int psc_listen(struct sockaddr_storage *addr, socklen_t addrlen,
 		for (unsigned p = lo; p <= hi; p++) {
 			set_port(addr, (uint16_t)p);
 			fd = listen_at(addr, addrlen);
-			if (fd >= 0 || fd != -EADDRINUSE)
+			if (fd != -EADDRINUSE)
 				break;
 		}
 		if (fd < 0)

@@ -463,6 +463,33 @@ static int small_enum(enum kind k, const char *v)
 	return -1;
 }
 
+/*
+ * "major.minor", each 0..65535 as FI_VERSION packs them (sscanf's %u
+ * took any overflow, a sign and trailing words).
+ */
+static int parse_version(const char *v, uint32_t *out, char *err, size_t len)
+{
+	unsigned long part[2];
+	const char *s = v;
+	char *end;
+
+	for (int k = 0; k < 2; k++) {
+		if (*s < '0' || *s > '9')
+			break;
+		errno = 0;
+		part[k] = strtoul(s, &end, 10);
+		if (errno || part[k] > 0xffff || *end != (k ? '\0' : '.'))
+			break;
+		if (k) {
+			*out = FI_VERSION(part[0], part[1]);
+			return 0;
+		}
+		s = end + 1;
+	}
+	snprintf(err, len, "bad version \"%s\"", v);
+	return -EINVAL;
+}
+
 /* Store one value; returns 0 or -EINVAL with the reason in err. */
 static int store(const struct field *f, void *base, struct fi_info *i,
 		 const char *v, char *err, size_t len)
@@ -539,16 +566,8 @@ static int store(const struct field *f, void *base, struct fi_info *i,
 		free(*(char **)p);
 		*(char **)p = strdup(v);
 		return *(char **)p ? 0 : -ENOMEM;
-	case K_VERSION: {
-		unsigned maj, min;
-
-		if (sscanf(v, "%u.%u", &maj, &min) != 2) {
-			snprintf(err, len, "bad version \"%s\"", v);
-			return -EINVAL;
-		}
-		*(uint32_t *)p = FI_VERSION(maj, min);
-		return 0;
-	}
+	case K_VERSION:
+		return parse_version(v, (uint32_t *)p, err, len);
 	case K_SRC_ADDR:
 		rc = parse_src_addr(v, i);
 		if (rc)

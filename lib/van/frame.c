@@ -87,7 +87,7 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 		return -EPROTO;
 	}
 	for (uint32_t i = 0; i < f->nseg; i++)
-		if (psc_be_get(buf + PSC_VAN_HDR + 8 * i, 8) >
+		if (psc_be_get(buf + PSC_VAN_HDR + 8 * (size_t)i, 8) >
 		    (uint64_t)PTRDIFF_MAX) {
 			snprintf(err, errlen, "segment %u is too long", i);
 			return -EPROTO;
