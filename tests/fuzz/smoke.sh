@@ -6,9 +6,9 @@
 # Harness NAME is $top_builddir/tests/fuzz/fuzz_NAME. It first runs every
 # file of $srcdir/tests/fuzz/corpus/NAME/ (the seeds, and the inputs that
 # once crashed it, kept as regression tests), then fuzzes for SECONDS
-# (default 25) from a scratch copy under tests/fuzz/smoke/NAME/, so the
-# source tree is never written; tests/fuzz/dict/NAME.dict is its
-# dictionary when present. JOBS harnesses (default 2) run at once, under
+# (default 25) from a scratch copy under tests/fuzz/smoke/NAME/ (or
+# $FUZZ_OUT/NAME/), so the source tree is never written. Its dictionary
+# is tests/fuzz/dict/NAME.dict when present. JOBS harnesses (default 2) run at once, under
 # nice. Prints one line per harness (runs, libFuzzer's cov and ft,
 # crashes) and, for a failure, the tail of its log and where its crashing
 # input is. Exit status: 0 when no harness failed, 1 otherwise.
@@ -29,7 +29,7 @@ done
 shift $((OPTIND - 1))
 builddir=${top_builddir:-.}
 src=${srcdir:-$(dirname "$0")/../..}
-out=$builddir/tests/fuzz/smoke
+out=${FUZZ_OUT:-$builddir/tests/fuzz/smoke}
 
 # run NAME: fuzz it; its log and status go to $out/NAME/.
 run() {
@@ -62,7 +62,9 @@ report() {
 		"$([ "$st" -eq 0 ] || echo "  FAILED (status $st)")"
 	if [ "$st" -ne 0 ] || [ "$crashes" -ne 0 ]; then
 		tail -n 40 "$d/log"
-		echo "crashing inputs: $(ls "$d" | grep -E '^(crash|leak|timeout|oom)-' | sed "s|^|$d/|" | tr '\n' ' ')"
+		echo "crashing inputs:"
+		find "$d" -maxdepth 1 -type f \( -name 'crash-*' -o \
+			-name 'leak-*' -o -name 'timeout-*' -o -name 'oom-*' \)
 		return 1
 	fi
 	return 0
