@@ -438,6 +438,13 @@ static const struct {
 	{"# only a comment\n", "no fi_info"},
 	{"fi_info:\n    fi_fabric_attr:\n        api_version: one\n",
 	 "version"},
+	/* sscanf("%u.%u") took these. */
+	{"fi_info:\n    fi_fabric_attr:\n        api_version: 1.17x\n",
+	 "bad version \"1.17x\""},
+	{"fi_info:\n    fi_fabric_attr:\n        prov_version: 65536.0\n",
+	 "bad version"},
+	{"fi_info:\n    fi_fabric_attr:\n        prov_version: -1.0\n",
+	 "bad version"},
 	/* Found by tests/fuzz/fuzz_replay: the first address leaked. */
 	{"fi_info:\n    addr_format: FI_SOCKADDR_IN\n"
 	 "    src_addr: fi_sockaddr_in://10.0.0.1:5\n"
