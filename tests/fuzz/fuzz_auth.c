@@ -1,4 +1,3 @@
-/* links: lib/net/auth.c, lib/util/util sources (via libpscomm_internal.la), libsodium */
 /*
  * The job key's handshake (lib/net/auth.c) as a stranger meets it: every
  * message a peer sends is outside bytes. The input is cut into a HELLO

@@ -2,7 +2,7 @@
  * The liveness monitor's inputs (lib/live/live.c): the frames of a
  * liveness link, which rank 0 reads from whoever connects to its
  * monitor's port, and each rank's liveness part of its bootstrap record
- * ("addr,token,proc,pid"). The input is both: a byte stream cut into
+ * ("addr,proc,pid"). The input is both: a byte stream cut into
  * frames as link_read does, and, as text, a record for psc_live_peer.
  * Every frame the splitter returns lies inside the bytes, and an accepted
  * record names a positive pid.

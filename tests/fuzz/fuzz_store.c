@@ -1,4 +1,3 @@
-/* links: lib/boot/store_tcp.c lib/boot/bootstrap.c lib/net/wire.c lib/net/auth.c lib/net/net.c (all through libpscomm_internal.la, with libsodium) */
 /*
  * The tcp rendezvous store's decoders of outside bytes: the wire header
  * (psc_wire_decode), a bootstrap record as read from the store
