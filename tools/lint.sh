@@ -89,5 +89,6 @@ if [ "$nfail" -gt 0 ]; then
 	cat "$out/fail"
 	exit 1
 fi
-echo "lint: clean ($tools; $(echo "$files" | wc -l) files)"
+# shellcheck disable=SC2086 # $files is a list of words
+echo "lint: clean ($tools; $(printf '%s\n' $files | wc -l) files)"
 exit 0

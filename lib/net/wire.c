@@ -35,7 +35,7 @@ int psc_wire_decode(const uint8_t *buf, struct psc_wire_hdr *h, char *err,
 	}
 	if (h->version != PSC_WIRE_VERSION) {
 		snprintf(err, len, "protocol version %u, expected %u",
-			 h->version, PSC_WIRE_VERSION);
+			 h->version, (unsigned)PSC_WIRE_VERSION);
 		return -EPROTO;
 	}
 	if (h->type == 0 || h->type >= PSC_WIRE_TYPE_MAX) {
