@@ -354,6 +354,11 @@ void psc_ep_set_spin(struct psc_ep *ep, double us)
 	ep->spin_us = us;
 }
 
+void psc_ep_set_lean_wait(struct psc_ep *ep, bool lean)
+{
+	ep->lean_wait = lean;
+}
+
 int psc_ep_post_first(struct psc_ep *ep, struct ps_comm_request *r)
 {
 	if (!ep->fab.caps.sw_match)

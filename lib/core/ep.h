@@ -87,6 +87,16 @@ double psc_ep_spin(const struct psc_ep *ep);
 void psc_ep_set_spin(struct psc_ep *ep, double us);
 
 /*
+ * A lean wait (for threads that wait most of the time beside busy
+ * application threads, such as a van's receiver): once the spin time is
+ * over, block on the CQ's wait fd at once, also while sends are in
+ * flight, and without a wait fd sleep with backoff instead of yielding.
+ * Off by default: waits then yield a few times first, which answers a
+ * peer on the same core sooner.
+ */
+void psc_ep_set_lean_wait(struct psc_ep *ep, bool lean);
+
+/*
  * Hand r to libfabric, or queue it behind earlier ones when the provider
  * says EAGAIN. psc_ep_post_first posts the first piece of a message: on
  * providers matched in software, a send goes untagged with a header and

@@ -33,6 +33,7 @@ struct psc_ep {
 	size_t post_limit[2];	       /* at most this many (queue depth) */
 	bool in_progress;	       /* inside psc_progress's CQ reads */
 	double spin_us;		       /* busy-poll before backing off */
+	bool lean_wait;		       /* block at once, never yield */
 	uint32_t next_ctx;	       /* context id of the next user */
 	/* The process's endpoint registry (endpoint.c). */
 	struct psc_ep *next_ep;

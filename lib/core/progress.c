@@ -356,10 +356,15 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 	}
 }
 
-/* Back off after `idle` fruitless rounds: yield 16 times, then sleep. */
-static void backoff(unsigned idle)
+/*
+ * Back off after `idle` fruitless rounds: yield 16 times, then sleep
+ * (a lean wait sleeps at once).
+ */
+static void backoff(const struct psc_ep *ep, unsigned idle)
 {
-	if (idle < 16)
+	if (ep->lean_wait)
+		psc_backoff_sleep(1e-6, 1e-3, idle, false, 0);
+	else if (idle < 16)
 		sched_yield();
 	else
 		psc_backoff_sleep(1e-6, 1e-3, idle - 16, false, 0);
@@ -376,22 +381,28 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 	if (ms < 1)
 		ms = 1;
 	/*
-	 * Sends in flight need this side's progress to push their data (the
-	 * wait fd does not wake for a writable socket): yield, do not sleep.
+	 * Sends in flight need this side's progress to push their data:
+	 * yield, do not sleep. A lean wait blocks on the wait fd even then:
+	 * fi_trywait arms it for the sockets that have data to send (tcp),
+	 * and the short poll below bounds a wake-up that never comes.
 	 */
-	if (ep->posted[0] || ep->txq.head) {
-		sched_yield();
+	if ((ep->posted[0] || ep->txq.head) &&
+	    !(ep->lean_wait && ep->fab.wait_mode == PSC_WAIT_FD)) {
+		if (ep->lean_wait)
+			backoff(ep, idle);
+		else
+			sched_yield();
 		return;
 	}
 	if (psc_ep_poisoned(ep)) {
-		backoff(idle);
+		backoff(ep, idle);
 		return;
 	}
 	/*
 	 * A few yields first: a peer on this core answers within a time
 	 * slice, and waking from poll costs more than yielding to it.
 	 */
-	if (idle < 16) {
+	if (idle < 16 && !ep->lean_wait) {
 		sched_yield();
 		return;
 	}
@@ -427,7 +438,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		pthread_mutex_unlock(&ep->lock);
 		return;
 	}
-	backoff(idle);
+	backoff(ep, idle);
 }
 
 /* Progress another endpoint; skip it when another thread holds it. */

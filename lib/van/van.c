@@ -207,10 +207,13 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	/*
 	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which
 	 * a van does not know: ps-lite jobs often put scheduler, servers and
-	 * workers on one host, so yield at once unless a value is set.
+	 * workers on one host, so block at once unless a value is set. The
+	 * receiving thread waits beside ps-lite's busy sending and app
+	 * threads: it blocks on the wait object rather than yielding.
 	 */
 	if (psc_ep_spin(v->comm.ch.ep) < 0)
 		psc_ep_set_spin(v->comm.ch.ep, 0);
+	psc_ep_set_lean_wait(v->comm.ch.ep, true);
 	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
 		 psc_ep_provider(v->comm.ch.ep));
 	what.key = &v->key;
