@@ -128,6 +128,12 @@ static void recv_msg(struct ctx *c, ps_comm_van_msg_t *m)
 {
 	int rc = ps_comm_van_recv(c->van, m);
 
+	/* A node that died ends the job, as in ps-lite. */
+	if (rc == PS_COMM_ERR_PEER || rc == PS_COMM_ERR_TIMEOUT) {
+		fprintf(stderr, "kvstore: node %d failed (%s): giving up\n",
+			m->sender, ps_comm_strerror(rc));
+		exit(1);
+	}
 	if (rc)
 		die("receive", rc);
 }

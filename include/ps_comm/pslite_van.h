@@ -95,8 +95,11 @@ class PSCommVan : public Van {
                               segs.size(), &Pending::Done, p);
     if (rc == PS_COMM_ERR_ARG) delete p;  // the only case without Done
     if (rc) {
-      LOG(WARNING) << "pscomm van: send to node " << id
-                   << " failed: " << ps_comm_strerror(rc);
+      // ps-lite's Van::Send checks for -1 and ends the process.
+      LOG(ERROR) << "pscomm van: send to node " << id
+                 << " failed: " << ps_comm_strerror(rc)
+                 << (rc == PS_COMM_ERR_PEER ? " (the node died or cannot "
+                                              "be reached)" : "");
       return -1;
     }
     return bytes;
@@ -106,8 +109,26 @@ class PSCommVan : public Van {
     ps_comm_van_msg_t m;
     msg->data.clear();
     int rc = ps_comm_van_recv(van_, &m);
+    if (rc == PS_COMM_ERR_CANCELED) {
+      // The van is stopping (Stop, or the process is ending): end
+      // ps-lite's receiving thread as its own TERMINATE would.
+      msg->meta.control.cmd = Control::TERMINATE;
+      msg->meta.sender = my_node_.id;
+      msg->meta.recver = my_node_.id;
+      return 0;
+    }
+    if (rc == PS_COMM_ERR_PEER || rc == PS_COMM_ERR_TIMEOUT) {
+      // ps-lite has no way to go on without a node: it ends the process
+      // when RecvMsg returns -1 ("Check failed: (recv_bytes) != (-1)").
+      LOG(ERROR) << "pscomm van: node " << m.sender
+                 << (rc == PS_COMM_ERR_PEER ? " died or cannot be reached"
+                                            : " stayed silent past "
+                                              "PS_COMM_OP_TIMEOUT")
+                 << "; ps-lite cannot continue without it";
+      return -1;
+    }
     if (rc) {
-      LOG(WARNING) << "pscomm van: receive failed: " << ps_comm_strerror(rc);
+      LOG(ERROR) << "pscomm van: receive failed: " << ps_comm_strerror(rc);
       return -1;
     }
     msg->meta.sender = m.sender == PS_COMM_VAN_NO_ID ? Meta::kEmpty

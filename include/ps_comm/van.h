@@ -98,7 +98,8 @@ PS_COMM_API int ps_comm_van_connect(ps_comm_van_t van, int node_id,
  * NULL when they outlive the van). Unless the call fails with
  * PS_COMM_ERR_ARG, done runs exactly once, also when the send fails.
  * Pieces of concurrent sends to one node never interleave. Errors:
- * PS_COMM_ERR_PEER for a node id never connected.
+ * PS_COMM_ERR_PEER for a node id never connected, and for a node that
+ * failed (see ps_comm_van_recv) until it is connected again.
  */
 PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
 				 const void *meta, size_t meta_len,
@@ -108,13 +109,26 @@ PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
 /*
  * Block until a message arrives and fill msg. One thread at a time; that
  * thread also drives the van's progress and hands back finished sends.
+ *
+ * A connected node fails when a send to it or a message from it fails
+ * (at once when the provider reports it), when a send to it stays
+ * unfinished for PS_COMM_OP_TIMEOUT, or when it has not answered for a
+ * second after this van sent to it and a fetch of its address then
+ * finds its port closed, another endpoint served there, or (after
+ * PS_COMM_OP_TIMEOUT) no answer. Each failure is logged with the node's
+ * id and address and reported once: the call fails with PS_COMM_ERR_PEER
+ * (or PS_COMM_ERR_TIMEOUT for a silent node) and msg->sender holds the
+ * node's id; the van keeps running. When ps_comm_van_stop begins while
+ * a thread is in here, the call fails with PS_COMM_ERR_CANCELED.
+ *
  * Messages come in the order their first frames arrived, so those of one
  * sender keep their order. Messages of different senders have no order,
  * even when one caused the other (A tells B, B then sends to C: C may see
  * B's message before A's). Malformed frames, frames from senders this
- * van never served, and messages whose pieces fail or stall past
- * PS_COMM_OP_TIMEOUT are logged and dropped. Fails with PS_COMM_ERR_ARG
- * on a van that is not bound.
+ * van never served, frames naming a node id from an older connection
+ * than the one that id last sent from, and messages whose pieces fail or
+ * stall past PS_COMM_OP_TIMEOUT are logged and dropped. Fails with
+ * PS_COMM_ERR_ARG on a van that is not bound.
  */
 PS_COMM_API int ps_comm_van_recv(ps_comm_van_t van, ps_comm_van_msg_t *msg);
 
@@ -125,9 +139,13 @@ PS_COMM_API void ps_comm_van_free(void *ptr);
 PS_COMM_API void ps_comm_van_msg_release(ps_comm_van_msg_t *msg);
 
 /*
- * Stop serving the address, finish (or after PS_COMM_OP_TIMEOUT, cancel)
- * outstanding sends, forget every peer and close the endpoint. No thread
- * may be inside ps_comm_van_recv. The van can then be bound again.
+ * Stop serving the address, finish (or after PS_COMM_OP_TIMEOUT, at most
+ * 10 s, cancel) outstanding sends, forget every peer and close the
+ * endpoint. Sends to nodes that failed are not waited for, and nodes
+ * that hold unfinished sends are probed each second, so stop takes
+ * about a second for a node that died unnoticed. A thread inside
+ * ps_comm_van_recv is made to return first (PS_COMM_ERR_CANCELED); no
+ * other van call may overlap stop. The van can then be bound again.
  */
 PS_COMM_API int ps_comm_van_stop(ps_comm_van_t van);
 

@@ -10,10 +10,13 @@
  * from any sender, then one buffer per piece, handed out as is (and kept
  * for reuse once given back: see buf.c).
  */
+#include <dlfcn.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ps_comm/van.h"
 #include "van_int.h"
@@ -25,6 +28,13 @@
 #define REAP_SEC 0.05
 /* Messages whose pieces are being received at once, at most. */
 #define PSC_VAN_MAX_INFLIGHT 64
+/*
+ * A node this van sent to and has heard nothing from since is probed
+ * (its address fetched again) once per PROBE_SEC of silence; a probe
+ * waits at most PROBE_IO_SEC.
+ */
+#define PROBE_SEC 1.0
+#define PROBE_IO_SEC 0.5
 
 struct van_peer {
 	int id;
@@ -33,11 +43,32 @@ struct van_peer {
 	uint32_t slot;		   /* under send_lock */
 	uint8_t name[256];
 	size_t namelen;
+	char host[256];		   /* where its address is served */
+	int port;
+	bool self;		   /* this van's own address */
+	/*
+	 * Failure: 0, or the PS_COMM_ERR_* that ended the node (atomic; a
+	 * connect clears it). Its words, under v->lock.
+	 */
+	int failed;
+	char why[200];
+	bool reported;		   /* recv told its caller: receiving thread */
+	double last_send;	   /* atomic (relaxed, as bits): last send */
+	double probed;		   /* receiving thread: last probe */
+};
+
+/* The latest slot a sender id was seen from (receiving thread only). */
+struct van_sender {
+	int id;
+	uint32_t slot;
+	double seen; /* its last frame */
 };
 
 /* One message in flight. */
 struct van_batch {
 	struct van_batch *next;
+	struct van_peer *peer;	 /* NULL: never connected */
+	double deadline;	 /* 0: none (PS_COMM_OP_TIMEOUT) */
 	uint8_t *frame;
 	ps_comm_van_done_fn done;
 	void *arg;
@@ -61,6 +92,11 @@ struct ps_comm_van {
 	uint8_t frame_buf[PSC_VAN_FRAME_MAX];
 	struct van_inflight *in_head, *in_tail; /* being received */
 	size_t in_count;
+	struct van_sender *senders; /* receiving thread */
+	size_t nsenders, senders_cap;
+	double last_arrival;	    /* receiving thread: last frame */
+	bool stopping;		    /* atomic: stop has begun */
+	int in_recv;		    /* atomic: threads in ps_comm_van_recv */
 };
 
 /*
@@ -118,6 +154,42 @@ void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
 	msg->sender = PS_COMM_VAN_NO_ID;
 }
 
+/*
+ * libinfinipath, which Debian's libfabric loads for its psm provider,
+ * installs handlers for SIGINT, SIGTERM and the crash signals as it is
+ * loaded; they print a backtrace and call exit(), which runs libfabric's
+ * destructors while the van's threads are still inside it (a SIGTERM
+ * then crashed in libfabric). The library's own switches
+ * (IPATH_NO_BACKTRACE, HFI_NO_BACKTRACE) are read before any van exists,
+ * so give these signals back the default action they had before it.
+ */
+static void drop_psm_handlers(void)
+{
+	static const int sigs[] = {SIGINT, SIGILL, SIGABRT, SIGBUS, SIGSEGV,
+				   SIGTERM};
+
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		struct sigaction sa;
+		void *fn;
+		Dl_info di;
+
+		if (sigaction(sigs[i], NULL, &sa) != 0)
+			continue;
+		fn = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction
+						: (void *)sa.sa_handler;
+		if (fn == (void *)SIG_DFL || fn == (void *)SIG_IGN ||
+		    !dladdr(fn, &di) || !di.dli_fname ||
+		    (!strstr(di.dli_fname, "libinfinipath") &&
+		     !strstr(di.dli_fname, "libpsm")))
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = SIG_DFL;
+		sigaction(sigs[i], &sa, NULL);
+		psc_log(PSC_LOG_DEBUG, -1, "van: signal %d gets its default "
+			"action back from %s", sigs[i], di.dli_fname);
+	}
+}
+
 int ps_comm_van_create(ps_comm_van_t *out)
 {
 	struct ps_comm_van *v;
@@ -127,6 +199,7 @@ int ps_comm_van_create(ps_comm_van_t *out)
 		return PS_COMM_ERR_ARG;
 	*out = NULL;
 	psc_log_setup();
+	drop_psm_handlers();
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return PS_COMM_ERR_NOMEM;
@@ -272,6 +345,42 @@ static struct van_peer *peer_get(struct ps_comm_van *v, int id)
 	return p;
 }
 
+/* Node p's failure, 0 if none. */
+static int peer_failed(const struct van_peer *p)
+{
+	return __atomic_load_n(&p->failed, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Record once that node p failed with err, for why (a sentence part):
+ * later sends to it fail at once, and ps_comm_van_recv reports it.
+ */
+static void peer_fail(struct ps_comm_van *v, struct van_peer *p, int err,
+		      const char *why)
+{
+	bool first;
+
+	pthread_mutex_lock(&v->lock);
+	first = !p->failed;
+	if (first) {
+		snprintf(p->why, sizeof(p->why), "%s", why);
+		p->reported = false;
+		__atomic_store_n(&p->failed, err, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&v->lock);
+	if (first)
+		psc_log(PSC_LOG_ERROR, -1, "van: node %d at %s:%d failed: %s",
+			p->id, p->host, p->port, why);
+}
+
+static double peer_last_send(const struct van_peer *p)
+{
+	double t;
+
+	__atomic_load(&p->last_send, &t, __ATOMIC_RELAXED);
+	return t;
+}
+
 int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 			int port)
 {
@@ -314,8 +423,18 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 			p->namelen = namelen;
 		}
 	}
-	if (!rc)
+	if (!rc) {
+		size_t ownlen;
+		const void *own = psc_ep_name(v->comm.ch.ep, &ownlen);
+
 		p->slot = slot;
+		snprintf(p->host, sizeof(p->host), "%s", host);
+		p->port = port;
+		p->self = ownlen == namelen && memcmp(own, name, namelen) == 0;
+		/* A node connected again is given another chance. */
+		__atomic_store_n(&p->failed, 0, __ATOMIC_RELEASE);
+		p->reported = false;
+	}
 	pthread_mutex_unlock(&p->send_lock);
 	pthread_mutex_unlock(&v->lock);
 	if (rc) {
@@ -338,28 +457,48 @@ static bool batch_done(const struct van_batch *b)
 	return true;
 }
 
-/* Free b's requests and frame and tell its owner. */
-static void batch_finish(struct van_batch *b, double deadline)
+/*
+ * Free b's requests and frame and tell its owner. A piece that failed
+ * (not cancelled by stop) fails the node it went to.
+ */
+static void batch_finish(struct ps_comm_van *v, struct van_batch *b,
+			 double deadline)
 {
-	int err = b->err;
+	int err = b->err, sent = 0;
 
 	for (size_t i = 0; i < b->n; i++)
 		if (b->reqs[i]) {
 			int rc = van_wait(&b->reqs[i], NULL, deadline);
 
-			if (rc && !err)
-				err = rc;
+			if (rc && !sent)
+				sent = rc;
 		}
+	if (sent && sent != PS_COMM_ERR_CANCELED && b->peer) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "a send to it failed: %s",
+			 ps_comm_strerror(sent));
+		peer_fail(v, b->peer, sent, why);
+	}
+	if (!err)
+		err = sent;
 	free(b->frame);
 	if (b->done)
 		b->done(b->arg, err);
 	free(b);
 }
 
-/* Hand back every finished send. Never called with v->lock held. */
+/*
+ * Hand back every finished send. A send still unfinished past its
+ * deadline fails its node (the provider keeps its buffers until the
+ * node's pieces end or stop closes the endpoint). Never called with
+ * v->lock held.
+ */
 static void reap(struct ps_comm_van *v)
 {
 	struct van_batch *done = NULL, **pp, *b;
+	struct van_peer *late = NULL;
+	double now = psc_now();
 
 	pthread_mutex_lock(&v->lock);
 	for (pp = &v->pending; (b = *pp) != NULL;) {
@@ -368,13 +507,23 @@ static void reap(struct ps_comm_van *v)
 			b->next = done;
 			done = b;
 		} else {
+			if (b->deadline > 0 && now >= b->deadline && b->peer &&
+			    !b->peer->failed)
+				late = b->peer;
 			pp = &b->next;
 		}
 	}
 	pthread_mutex_unlock(&v->lock);
+	if (late) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "a send to it did not finish within "
+			 "%g s (PS_COMM_OP_TIMEOUT)", v->comm.op_timeout);
+		peer_fail(v, late, PS_COMM_ERR_TIMEOUT, why);
+	}
 	while ((b = done) != NULL) {
 		done = b->next;
-		batch_finish(b, 0);
+		batch_finish(v, b, 0);
 	}
 }
 
@@ -387,7 +536,7 @@ static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
 	size_t k = 0;
 	int rc;
 
-	if (p->addr == FI_ADDR_NOTAVAIL)
+	if (p->addr == FI_ADDR_NOTAVAIL || peer_failed(p))
 		return PS_COMM_ERR_PEER;
 	rc = van_send(v, PSC_PROTO_VAN, b->frame, flen, p->addr,
 			  p->slot, PSC_VAN_TAG_FRAME, &b->reqs[k++]);
@@ -469,11 +618,16 @@ int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
 			"never connected", node_id);
 		rc = PS_COMM_ERR_PEER;
 	} else {
+		double t = psc_now();
+
 		/* Peers live until stop, which no send may overlap. */
+		b->peer = p;
+		b->deadline = psc_comm_op_deadline(&v->comm);
 		pthread_mutex_lock(&p->send_lock);
 		rc = post_pieces(v, p, b, flen, meta, meta_len, inline_meta,
 				 segs, nseg);
 		pthread_mutex_unlock(&p->send_lock);
+		__atomic_store(&p->last_send, &t, __ATOMIC_RELAXED);
 	}
 	b->err = rc;
 	pthread_mutex_lock(&v->lock);
@@ -526,6 +680,70 @@ static bool slot_known(const struct ps_comm_van *v, uint32_t slot)
 	       (next > PSC_VAN_SLOT_MAX + 1 || slot < next);
 }
 
+/* The entry of sender id, created when new; NULL when out of memory. */
+static struct van_sender *sender_get(struct ps_comm_van *v, int id)
+{
+	struct van_sender *grown;
+
+	for (size_t i = 0; i < v->nsenders; i++)
+		if (v->senders[i].id == id)
+			return &v->senders[i];
+	if (v->nsenders == v->senders_cap) {
+		size_t cap = v->senders_cap ? 2 * v->senders_cap : 16;
+
+		grown = realloc(v->senders, cap * sizeof(*grown));
+		if (!grown)
+			return NULL;
+		v->senders = grown;
+		v->senders_cap = cap;
+	}
+	grown = &v->senders[v->nsenders++];
+	grown->id = id;
+	grown->slot = 0;
+	grown->seen = 0;
+	return grown;
+}
+
+/*
+ * Whether a frame from slot that names sender id may pass. Slots grow
+ * with every fetch of this van's address, so once an id has sent from a
+ * newer slot (it connected again, or another process took the id over),
+ * frames from its older slots come from a connection that is gone.
+ */
+static bool sender_admit(struct ps_comm_van *v, uint32_t slot, int id)
+{
+	struct van_sender *s;
+
+	if (id == PS_COMM_VAN_NO_ID)
+		return true;
+	s = sender_get(v, id);
+	if (!s)
+		return true;
+	/* Once the slots wrapped, their order says nothing. */
+	if (slot < s->slot && __atomic_load_n(&v->next_slot, __ATOMIC_RELAXED) <=
+				      PSC_VAN_SLOT_MAX + 1) {
+		psc_log(PSC_LOG_WARN, -1, "van: dropping a frame from node %d "
+			"on slot %u: that id sends from slot %u since it "
+			"connected again", id, slot, s->slot);
+		return false;
+	}
+	if (s->slot && slot > s->slot)
+		psc_log(PSC_LOG_INFO, -1, "van: node %d now sends from slot %u "
+			"(was %u)", id, slot, s->slot);
+	s->slot = slot;
+	s->seen = psc_now();
+	return true;
+}
+
+/* When sender id's last frame came (0: never). Receiving thread. */
+static double sender_seen(struct ps_comm_van *v, int id)
+{
+	for (size_t i = 0; i < v->nsenders; i++)
+		if (v->senders[i].id == id)
+			return v->senders[i].seen;
+	return 0;
+}
+
 /* Post one receive per piece of frame f from slot into msg's buffers. */
 static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			    const struct psc_van_frame *f,
@@ -576,6 +794,8 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 			"slot %u: %s", slot, err);
 		return;
 	}
+	if (!sender_admit(v, slot, f.sender))
+		return;
 	in = calloc(1, sizeof(*in) + (f.nseg + 1) * sizeof(in->reqs[0]));
 	if (!in) {
 		psc_log(PSC_LOG_ERROR, -1, "van: out of memory: dropping a "
@@ -657,27 +877,177 @@ struct recv_wait {
 	struct ps_comm_van *v;
 };
 
-/* Something to do: a frame to take, or the oldest message complete. */
+static bool stopping(struct ps_comm_van *v)
+{
+	return __atomic_load_n(&v->stopping, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * Something to do: a frame to take, the oldest message complete, or
+ * stop waiting for this thread.
+ */
 static bool recv_ready(void *arg)
 {
 	struct ps_comm_van *v = ((struct recv_wait *)arg)->v;
 
 	return (v->frame_req && psc_req_done(v->frame_req) &&
 		v->in_count < PSC_VAN_MAX_INFLIGHT) ||
-	       (v->in_head && inflight_done(v->in_head));
+	       (v->in_head && inflight_done(v->in_head)) || stopping(v);
 }
 
-int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
+/*
+ * A failed node not yet reported: its id in *id, and true once. The
+ * receiving thread reports each failure once.
+ */
+static bool take_failure(struct ps_comm_van *v, int *id)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&v->lock);
+	for (size_t i = 0; !found && i < v->npeers; i++) {
+		struct van_peer *p = v->peers[i];
+
+		if (p->failed && !p->reported) {
+			p->reported = true;
+			*id = p->id;
+			found = true;
+		}
+	}
+	pthread_mutex_unlock(&v->lock);
+	return found;
+}
+
+/* A message from node id failed (err): so did the node, if connected. */
+static void sender_failed(struct ps_comm_van *v, int id, int err)
+{
+	struct van_peer *p;
+	char why[160];
+
+	if (id == PS_COMM_VAN_NO_ID)
+		return;
+	pthread_mutex_lock(&v->lock);
+	p = peer_find(v, id);
+	pthread_mutex_unlock(&v->lock);
+	if (!p)
+		return;
+	snprintf(why, sizeof(why), "a message from it failed: %s",
+		 ps_comm_strerror(err));
+	peer_fail(v, p, err, why);
+}
+
+/* Whether nothing listens at p's address any more (connection refused). */
+static bool nobody_listens(const struct van_peer *p)
+{
+	struct sockaddr_storage ss;
+	struct psc_hostport hp;
+	socklen_t sl;
+	char err[256];
+	int fd, last = 0;
+
+	memset(&hp, 0, sizeof(hp));
+	snprintf(hp.host, sizeof(hp.host), "%s", p->host);
+	hp.port = (uint16_t)p->port;
+	if (psc_resolve(&hp, &ss, &sl, err, sizeof(err)) != 0)
+		return false;
+	fd = psc_connect_retry((struct sockaddr *)&ss, sl, psc_now() + 0.05,
+			       &last);
+	if (fd >= 0) {
+		close(fd);
+		return false;
+	}
+	return last == ECONNREFUSED;
+}
+
+/*
+ * Fetch p's address again: a node that answers with its endpoint lives;
+ * one whose port refuses, or that serves another endpoint, is gone; one
+ * that stays silent for PS_COMM_OP_TIMEOUT after this van's last send to
+ * it has failed too.
+ */
+static void probe(struct ps_comm_van *v, struct van_peer *p)
+{
+	uint8_t name[256];
+	size_t namelen = sizeof(name);
+	double last = peer_last_send(p);
+	uint32_t slot;
+	char err[512], why[700];
+	int rc;
+
+	p->probed = psc_now();
+	rc = psc_van_fetch(p->host, p->port, v->job, v->comm.provider,
+			   psc_now() + PROBE_IO_SEC, &slot, name, &namelen,
+			   err, sizeof(err));
+	if (!rc) {
+		if (namelen == p->namelen && memcmp(name, p->name, namelen) == 0)
+			return;
+		snprintf(why, sizeof(why), "another endpoint is served at its "
+			 "address now (the node restarted)");
+		peer_fail(v, p, PS_COMM_ERR_PEER, why);
+	} else if (rc == -EBADE || rc == -EPROTO || nobody_listens(p)) {
+		snprintf(why, sizeof(why), "its address server is gone (%s)",
+			 err);
+		peer_fail(v, p, PS_COMM_ERR_PEER, why);
+	} else if (v->comm.op_timeout > 0 &&
+		   psc_now() - last >= v->comm.op_timeout) {
+		snprintf(why, sizeof(why), "silent for %g s after a send to "
+			 "it (PS_COMM_OP_TIMEOUT): %s", psc_now() - last, err);
+		peer_fail(v, p, PS_COMM_ERR_TIMEOUT, why);
+	}
+}
+
+/*
+ * Probe the nodes this van sent to at least PROBE_SEC ago and heard
+ * nothing from since (the ones a caller may be waiting on); with
+ * `pending`, instead those that still hold unfinished sends (stop).
+ * Peers live until stop, so they can be probed without v->lock.
+ */
+static void probe_silent(struct ps_comm_van *v, bool pending)
+{
+	struct van_peer *due[64];
+	size_t n = 0;
+	double now = psc_now();
+
+	pthread_mutex_lock(&v->lock);
+	for (size_t i = 0; i < v->npeers && n < 64; i++) {
+		struct van_peer *p = v->peers[i];
+		double sent = peer_last_send(p);
+		bool want = false;
+
+		if (p->self || p->failed || !p->port ||
+		    now - p->probed < PROBE_SEC)
+			continue;
+		if (pending) {
+			for (struct van_batch *b = v->pending; b && !want;
+			     b = b->next)
+				want = b->peer == p && !batch_done(b);
+		} else {
+			want = sent > 0 && now - sent >= PROBE_SEC &&
+			       sender_seen(v, p->id) < sent;
+		}
+		if (want)
+			due[n++] = p;
+	}
+	pthread_mutex_unlock(&v->lock);
+	for (size_t i = 0; i < n; i++)
+		probe(v, due[i]);
+}
+
+/* ps_comm_van_recv's loop, with the caller counted in v->in_recv. */
+static int recv_loop(struct ps_comm_van *v, ps_comm_van_msg_t *msg)
 {
 	struct recv_wait w = {v};
 	struct van_inflight *in;
+	double last_probe = 0;
 	bool held;
-	int rc;
+	int rc, id;
 
-	if (!v || !msg || !v->bound)
-		return PS_COMM_ERR_ARG;
-	memset(msg, 0, sizeof(*msg));
 	for (;;) {
+		if (stopping(v))
+			return PS_COMM_ERR_CANCELED;
+		if (take_failure(v, &id)) {
+			msg->sender = id;
+			return PS_COMM_ERR_PEER;
+		}
 		if (!v->frame_req) {
 			rc = post_frame_recv(v);
 			if (rc)
@@ -695,12 +1065,32 @@ int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
 				free(in);
 				return 0;
 			}
+			sender_failed(v, in->msg.sender, rc);
 			drop_message(in, rc, held);
 			continue;
 		}
 		psc_ep_wait(v->comm.ch.ep, recv_ready, &w, psc_now() + REAP_SEC);
 		reap(v);
+		if (psc_now() - last_probe >= PROBE_SEC / 4) {
+			last_probe = psc_now();
+			probe_silent(v, false);
+		}
 	}
+}
+
+int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
+{
+	int rc;
+
+	if (!v || !msg)
+		return PS_COMM_ERR_ARG;
+	memset(msg, 0, sizeof(*msg));
+	msg->sender = PS_COMM_VAN_NO_ID;
+	__atomic_add_fetch(&v->in_recv, 1, __ATOMIC_SEQ_CST);
+	rc = __atomic_load_n(&v->bound, __ATOMIC_ACQUIRE) ? recv_loop(v, msg)
+							  : PS_COMM_ERR_ARG;
+	__atomic_sub_fetch(&v->in_recv, 1, __ATOMIC_SEQ_CST);
+	return rc;
 }
 
 /* Withdraw every message being received (stop). */
@@ -717,6 +1107,7 @@ static void drop_inflight(struct ps_comm_van *v)
 
 /* ------------------------------------------------------------- stop */
 
+/* No send left to wait for: all finished, or their nodes failed. */
 static bool no_pending(void *arg)
 {
 	struct ps_comm_van *v = arg;
@@ -724,30 +1115,51 @@ static bool no_pending(void *arg)
 
 	pthread_mutex_lock(&v->lock);
 	for (struct van_batch *b = v->pending; none && b; b = b->next)
-		none = batch_done(b);
+		none = batch_done(b) || (b->peer && b->peer->failed);
 	pthread_mutex_unlock(&v->lock);
 	return none;
+}
+
+/*
+ * Let outstanding sends finish for at most drain seconds, probing the
+ * nodes that hold them every PROBE_SEC, so that sends to a node that is
+ * gone do not hold stop up. Returns 0 or PS_COMM_ERR_TIMEOUT.
+ */
+static int drain_sends(struct ps_comm_van *v, double drain)
+{
+	double end = psc_now() + drain;
+
+	while (psc_ep_wait(v->comm.ch.ep, no_pending, v,
+			   PSC_MIN(end, psc_now() + PROBE_SEC)) != 0) {
+		if (psc_now() >= end) {
+			psc_log(PSC_LOG_WARN, -1, "van: stop cancels sends that "
+				"did not finish within %g s", drain);
+			return PS_COMM_ERR_TIMEOUT;
+		}
+		probe_silent(v, true);
+	}
+	return 0;
 }
 
 int ps_comm_van_stop(ps_comm_van_t v)
 {
 	double drain = DRAIN_MAX_SEC;
 	struct van_batch *b;
-	int rc = 0;
+	int rc;
 
 	if (!v)
 		return PS_COMM_ERR_ARG;
 	if (!v->bound)
 		return 0;
+	/* A thread inside ps_comm_van_recv returns PS_COMM_ERR_CANCELED. */
+	__atomic_store_n(&v->stopping, true, __ATOMIC_SEQ_CST);
+	while (__atomic_load_n(&v->in_recv, __ATOMIC_SEQ_CST) > 0)
+		psc_backoff_sleep(1e-3, 1e-3, 0, false, 0);
 	psc_van_unserve(v->server);
 	v->server = NULL;
 	if (v->comm.op_timeout > 0 && v->comm.op_timeout < drain)
 		drain = v->comm.op_timeout;
-	if (psc_ep_wait(v->comm.ch.ep, no_pending, v, psc_now() + drain) != 0) {
-		psc_log(PSC_LOG_WARN, -1, "van: stop cancels sends that did "
-			"not finish within %g s", drain);
-		rc = PS_COMM_ERR_TIMEOUT;
-	}
+	rc = drain_sends(v, drain);
 	if (v->frame_req)
 		psc_req_cancel(&v->frame_req);
 	drop_inflight(v);
@@ -765,14 +1177,17 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	while ((b = v->pending) != NULL) {
 		v->pending = b->next;
 		b->n = 0; /* requests went with the endpoint */
-		batch_finish(b, 0);
+		b->peer = NULL;
+		batch_finish(v, b, 0);
 	}
 	for (size_t i = 0; i < v->npeers; i++) {
 		pthread_mutex_destroy(&v->peers[i]->send_lock);
 		free(v->peers[i]);
 	}
 	v->npeers = 0;
-	v->bound = false;
+	v->nsenders = 0;
+	__atomic_store_n(&v->bound, false, __ATOMIC_RELEASE);
+	__atomic_store_n(&v->stopping, false, __ATOMIC_SEQ_CST);
 	v->comm.provider[0] = '\0';
 	return rc;
 }
@@ -783,6 +1198,7 @@ void ps_comm_van_destroy(ps_comm_van_t v)
 		return;
 	ps_comm_van_stop(v);
 	free(v->peers);
+	free(v->senders);
 	pthread_mutex_destroy(&v->lock);
 	free(v);
 }

@@ -5,7 +5,8 @@
 # kvstore example as separate processes started the way ps-lite starts a
 # job (DMLC_* variables): 1 scheduler + 2 servers + 2 workers and
 # 1 + 1 + 4, each worker checking every pulled value against the exact
-# sum and exiting non-zero on any difference.
+# sum and exiting non-zero on any difference; and a server killed with
+# SIGKILL in the middle of the traffic, which the worker must report.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/unit/check_van"
 KV="$top_builddir/examples/kvstore"
@@ -78,6 +79,60 @@ for prov in tcp shm; do
 	kvstore_job "$prov" 2 2 -k 8 -s 1048576 -i 3
 	kvstore_job "$prov" 1 4 -k 5 -s 65536 -i 3
 done
+# kvstore_kill PROVIDER DELAY: kill -9 the server of a 1+1+1 job DELAY
+# seconds after the worker connected it, in the middle of its pushes and
+# pulls; the worker must name the dead node and exit non-zero within
+# 20 s, and so must the scheduler.
+kvstore_kill() {
+	prov=$1 delay=$2
+	log=$(mktemp) slog=$(mktemp)
+	free_port
+	export FI_PROVIDER=$prov DMLC_PS_ROOT_URI=127.0.0.1 \
+		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
+	DMLC_ROLE=scheduler timeout 60 "$KV" -k 2 -s 4194304 -i 100000 \
+		>"$slog" 2>&1 &
+	sched=$!
+	DMLC_ROLE=server "$KV" -k 2 -s 4194304 -i 100000 >/dev/null 2>&1 &
+	server=$!
+	DMLC_ROLE=worker PS_COMM_LOG_LEVEL=debug timeout 60 "$KV" -k 2 \
+		-s 4194304 -i 100000 >"$log" 2>&1 &
+	worker=$!
+	unset FI_PROVIDER DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_SERVER \
+		DMLC_NUM_WORKER
+	# DELAY seconds into the traffic: after the worker connected node 8.
+	i=0
+	while ! grep -q "van: node 8 at" "$log" && [ $i -lt 300 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	sleep "$delay"
+	kill -9 "$server" 2>/dev/null
+	t0=$(date +%s)
+	wait "$worker"
+	wrc=$?
+	wait "$sched"
+	src=$?
+	took=$(($(date +%s) - t0))
+	wait "$server" 2>/dev/null
+	if [ $wrc -ne 0 ] && [ $wrc -ne 124 ] && [ $src -ne 0 ] &&
+		[ $src -ne 124 ] && [ $took -le 20 ] &&
+		grep -q "node 8 failed" "$log"; then
+		ok "kvstore on $prov: server killed after $delay s, worker out in" \
+			"$took s: $(grep 'node 8 failed' "$log" | tail -1)"
+	else
+		not_ok "kvstore on $prov: server killed after $delay s (worker" \
+			"$wrc, scheduler $src, $took s)"
+		sed 's/^/#   /' "$log" | tail -5
+	fi
+	rm -f "$log" "$slog"
+}
+
+for prov in tcp shm; do
+	want "$prov" && have_provider "$prov" || continue
+	kvstore_kill "$prov" 0.3
+	kvstore_kill "$prov" 1.5
+done
+
 # The check can fail: a server that adds wrongly must make workers fail.
 if want tcp && have_provider tcp; then
 	expect_fail=$(KVSTORE_CORRUPT=1 kvstore_job tcp 1 1 -k 2 -s 4096 -i 1)
