@@ -90,6 +90,14 @@ static int die(const char *what, int rc)
 	exit(1);
 }
 
+/* A node that died ends the job, as in ps-lite. */
+static void node_failed(int node, int rc)
+{
+	fprintf(stderr, "kvstore: node %d failed (%s): giving up\n", node,
+		ps_comm_strerror(rc));
+	exit(1);
+}
+
 static void free_buf(void *buf, int err)
 {
 	(void)err;
@@ -114,6 +122,8 @@ static void send_msg(struct ctx *c, int to, const uint32_t *w, size_t nw,
 	/* The buffer is freed when the van is done with it. */
 	rc = ps_comm_van_send(c->van, to, buf, 4 * nw + tl, &s, seg ? 1 : 0,
 			      free_buf, buf);
+	if (rc == PS_COMM_ERR_PEER)
+		node_failed(to, rc);
 	if (rc)
 		die("send", rc);
 }
@@ -128,12 +138,8 @@ static void recv_msg(struct ctx *c, ps_comm_van_msg_t *m)
 {
 	int rc = ps_comm_van_recv(c->van, m);
 
-	/* A node that died ends the job, as in ps-lite. */
-	if (rc == PS_COMM_ERR_PEER || rc == PS_COMM_ERR_TIMEOUT) {
-		fprintf(stderr, "kvstore: node %d failed (%s): giving up\n",
-			m->sender, ps_comm_strerror(rc));
-		exit(1);
-	}
+	if (rc == PS_COMM_ERR_PEER || rc == PS_COMM_ERR_TIMEOUT)
+		node_failed(m->sender, rc);
 	if (rc)
 		die("receive", rc);
 }

@@ -29,12 +29,14 @@
 /* Messages whose pieces are being received at once, at most. */
 #define PSC_VAN_MAX_INFLIGHT 64
 /*
- * A node this van sent to and has heard nothing from since is probed
- * (its address fetched again) once per PROBE_SEC of silence; a probe
- * waits at most PROBE_IO_SEC.
+ * A node this van sent to within PS_COMM_PEER_TIMEOUT that has been
+ * silent for PROBE_SEC since then is probed (its address fetched again)
+ * once per PROBE_SEC, at most PROBE_MAX of them per round; a probe waits
+ * at most PROBE_IO_SEC.
  */
 #define PROBE_SEC 1.0
 #define PROBE_IO_SEC 0.5
+#define PROBE_MAX 8
 
 struct van_peer {
 	int id;
@@ -94,7 +96,7 @@ struct ps_comm_van {
 	size_t in_count;
 	struct van_sender *senders; /* receiving thread */
 	size_t nsenders, senders_cap;
-	double last_arrival;	    /* receiving thread: last frame */
+	size_t probe_next;	    /* where the next probe round starts */
 	bool stopping;		    /* atomic: stop has begun */
 	int in_recv;		    /* atomic: threads in ps_comm_van_recv */
 };
@@ -319,22 +321,35 @@ static struct van_peer *peer_find(struct ps_comm_van *v, int id)
 	return NULL;
 }
 
+/*
+ * Make room in *arr (elements of size elem, *cap of them) for n + 1:
+ * doubles it, from 16. Returns false when out of memory.
+ */
+static bool room_for_one(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t want = *cap ? 2 * *cap : 16;
+	void *grown;
+
+	if (n < *cap)
+		return true;
+	grown = realloc(*arr, want * elem);
+	if (!grown)
+		return false;
+	*arr = grown;
+	*cap = want;
+	return true;
+}
+
 /* The peer with this id, created when new. v->lock held. */
 static struct van_peer *peer_get(struct ps_comm_van *v, int id)
 {
-	struct van_peer *p = peer_find(v, id), **grown;
+	struct van_peer *p = peer_find(v, id);
 
 	if (p)
 		return p;
-	if (v->npeers == v->cap) {
-		size_t cap = v->cap ? 2 * v->cap : 16;
-
-		grown = realloc(v->peers, cap * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		v->peers = grown;
-		v->cap = cap;
-	}
+	if (!room_for_one((void **)&v->peers, &v->cap, v->npeers,
+			  sizeof(*v->peers)))
+		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
@@ -683,25 +698,19 @@ static bool slot_known(const struct ps_comm_van *v, uint32_t slot)
 /* The entry of sender id, created when new; NULL when out of memory. */
 static struct van_sender *sender_get(struct ps_comm_van *v, int id)
 {
-	struct van_sender *grown;
+	struct van_sender *s;
 
 	for (size_t i = 0; i < v->nsenders; i++)
 		if (v->senders[i].id == id)
 			return &v->senders[i];
-	if (v->nsenders == v->senders_cap) {
-		size_t cap = v->senders_cap ? 2 * v->senders_cap : 16;
-
-		grown = realloc(v->senders, cap * sizeof(*grown));
-		if (!grown)
-			return NULL;
-		v->senders = grown;
-		v->senders_cap = cap;
-	}
-	grown = &v->senders[v->nsenders++];
-	grown->id = id;
-	grown->slot = 0;
-	grown->seen = 0;
-	return grown;
+	if (!room_for_one((void **)&v->senders, &v->senders_cap, v->nsenders,
+			  sizeof(*v->senders)))
+		return NULL;
+	s = &v->senders[v->nsenders++];
+	s->id = id;
+	s->slot = 0;
+	s->seen = 0;
+	return s;
 }
 
 /*
@@ -996,20 +1005,23 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 }
 
 /*
- * Probe the nodes this van sent to at least PROBE_SEC ago and heard
- * nothing from since (the ones a caller may be waiting on); with
- * `pending`, instead those that still hold unfinished sends (stop).
+ * Probe the nodes a caller may be waiting on: sent to within
+ * PS_COMM_PEER_TIMEOUT, and silent for PROBE_SEC since both that send
+ * and their last frame. With `pending`, instead those that still hold
+ * unfinished sends (stop). At most PROBE_MAX per call, taking turns.
  * Peers live until stop, so they can be probed without v->lock.
  */
 static void probe_silent(struct ps_comm_van *v, bool pending)
 {
-	struct van_peer *due[64];
+	struct van_peer *due[PROBE_MAX];
+	double now = psc_now(), window = v->comm.params.peer_timeout;
 	size_t n = 0;
-	double now = psc_now();
 
+	if (window < PROBE_SEC)
+		window = PROBE_SEC;
 	pthread_mutex_lock(&v->lock);
-	for (size_t i = 0; i < v->npeers && n < 64; i++) {
-		struct van_peer *p = v->peers[i];
+	for (size_t k = 0; k < v->npeers && n < PROBE_MAX; k++) {
+		struct van_peer *p = v->peers[(v->probe_next + k) % v->npeers];
 		double sent = peer_last_send(p);
 		bool want = false;
 
@@ -1021,12 +1033,15 @@ static void probe_silent(struct ps_comm_van *v, bool pending)
 			     b = b->next)
 				want = b->peer == p && !batch_done(b);
 		} else {
-			want = sent > 0 && now - sent >= PROBE_SEC &&
-			       sender_seen(v, p->id) < sent;
+			want = sent > 0 && now - sent <= window &&
+			       now - PSC_MAX(sent, sender_seen(v, p->id)) >=
+				       PROBE_SEC;
 		}
 		if (want)
 			due[n++] = p;
 	}
+	if (v->npeers)
+		v->probe_next = (v->probe_next + 1) % v->npeers;
 	pthread_mutex_unlock(&v->lock);
 	for (size_t i = 0; i < n; i++)
 		probe(v, due[i]);
