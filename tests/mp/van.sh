@@ -115,6 +115,8 @@ kvstore_kill() {
 	src=$?
 	took=$(($(date +%s) - t0))
 	wait "$server" 2>/dev/null
+	# The killed server left its shm region behind.
+	rm -f "/dev/shm/$server:0:0"
 	if [ $wrc -ne 0 ] && [ $wrc -ne 124 ] && [ $src -ne 0 ] &&
 		[ $src -ne 124 ] && [ $took -le 20 ] &&
 		grep -q "kvstore: node [0-9]* failed" "$log"; then
