@@ -88,11 +88,11 @@ void psc_ep_set_spin(struct psc_ep *ep, double us);
 
 /*
  * A lean wait (for threads that wait most of the time beside busy
- * application threads, such as a van's receiver): once the spin time is
- * over, block on the CQ's wait fd at once, also while sends are in
- * flight, and without a wait fd sleep with backoff instead of yielding.
- * Off by default: waits then yield a few times first, which answers a
- * peer on the same core sooner.
+ * application threads, such as a van's receiver): sends in flight do
+ * not keep a blocked wait yielding. It yields a few times, as every
+ * wait does, then blocks on the CQ's wait fd (or sleeps with backoff
+ * where there is none). Off by default: a wait with sends in flight
+ * yields until they finish, which pushes their data soonest.
  */
 void psc_ep_set_lean_wait(struct psc_ep *ep, bool lean);
 

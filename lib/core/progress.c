@@ -22,6 +22,8 @@
 #include "util/util.h"
 
 #define CQ_BATCH 16
+/* Yields of a lean wait before it blocks (psc_ep_set_lean_wait). */
+#define LEAN_YIELDS 4
 
 /*
  * A software-matched first message: the tag as CQ data, or a header in
@@ -356,15 +358,10 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 	}
 }
 
-/*
- * Back off after `idle` fruitless rounds: yield 16 times, then sleep
- * (a lean wait sleeps at once).
- */
-static void backoff(const struct psc_ep *ep, unsigned idle)
+/* Back off after `idle` fruitless rounds: yield 16 times, then sleep. */
+static void backoff(unsigned idle)
 {
-	if (ep->lean_wait)
-		psc_backoff_sleep(1e-6, 1e-3, idle, false, 0);
-	else if (idle < 16)
+	if (idle < 16)
 		sched_yield();
 	else
 		psc_backoff_sleep(1e-6, 1e-3, idle - 16, false, 0);
@@ -382,27 +379,25 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		ms = 1;
 	/*
 	 * Sends in flight need this side's progress to push their data:
-	 * yield, do not sleep. A lean wait blocks on the wait fd even then:
-	 * fi_trywait arms it for the sockets that have data to send (tcp),
-	 * and the short poll below bounds a wake-up that never comes.
+	 * yield, do not sleep. A lean wait goes on as if none were: on the
+	 * wait fd, which fi_trywait arms for the sockets that have data to
+	 * send (tcp), with the short poll below bounding a wake-up that
+	 * never comes; without one, yields then sleeps.
 	 */
-	if ((ep->posted[0] || ep->txq.head) &&
-	    !(ep->lean_wait && ep->fab.wait_mode == PSC_WAIT_FD)) {
-		if (ep->lean_wait)
-			backoff(ep, idle);
-		else
-			sched_yield();
+	if ((ep->posted[0] || ep->txq.head) && !ep->lean_wait) {
+		sched_yield();
 		return;
 	}
 	if (psc_ep_poisoned(ep)) {
-		backoff(ep, idle);
+		backoff(idle);
 		return;
 	}
 	/*
 	 * A few yields first: a peer on this core answers within a time
-	 * slice, and waking from poll costs more than yielding to it.
+	 * slice, and waking from poll costs more than yielding to it. A lean
+	 * wait yields less.
 	 */
-	if (idle < 16 && !ep->lean_wait) {
+	if (idle < (ep->lean_wait ? LEAN_YIELDS : 16)) {
 		sched_yield();
 		return;
 	}
@@ -438,7 +433,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		pthread_mutex_unlock(&ep->lock);
 		return;
 	}
-	backoff(ep, idle);
+	backoff(idle);
 }
 
 /* Progress another endpoint; skip it when another thread holds it. */
