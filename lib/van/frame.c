@@ -11,19 +11,40 @@
 #include "ps_comm/van.h"
 #include "van_int.h"
 
-size_t psc_van_frame_size(size_t meta_len, size_t nseg, bool *inline_meta)
+/*
+ * Whether a segment of len bytes rides in the frame, with room bytes of
+ * the frame left (taken from room when it does).
+ */
+static bool seg_inline(size_t len, size_t *room)
 {
-	size_t fixed = PSC_VAN_HDR + 8 * nseg;
+	if (len == 0 || len > PSC_VAN_SEG_INLINE_MAX || len > *room)
+		return false;
+	*room -= len;
+	return true;
+}
 
-	*inline_meta = fixed + meta_len <= PSC_VAN_FRAME_MAX;
-	return *inline_meta ? fixed + meta_len : fixed;
+size_t psc_van_frame_size(size_t meta_len, const ps_comm_van_seg_t *segs,
+			  size_t nseg, bool *inline_meta)
+{
+	size_t size = PSC_VAN_HDR + 8 * nseg, room;
+
+	*inline_meta = size + meta_len <= PSC_VAN_FRAME_MAX;
+	if (!*inline_meta)
+		return size;
+	size += meta_len;
+	room = PSC_VAN_FRAME_MAX - size;
+	for (size_t i = 0; i < nseg; i++)
+		if (seg_inline(segs[i].len, &room))
+			size += segs[i].len;
+	return size;
 }
 
 void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 			  size_t meta_len, bool inline_meta,
-			  const size_t *lens, size_t nseg)
+			  const ps_comm_van_seg_t *segs, size_t nseg)
 {
-	uint8_t *p = buf + PSC_VAN_HDR;
+	uint8_t *p = buf + PSC_VAN_HDR, *data;
+	size_t room;
 
 	psc_be_put(buf, PSC_VAN_MAGIC, 4);
 	buf[4] = PSC_VAN_VERSION;
@@ -34,10 +55,20 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 	psc_be_put(buf + 12, meta_len, 4);
 	psc_be_put(buf + 16, nseg, 4);
 	psc_be_put(buf + 20, 0, 4);
-	for (size_t i = 0; i < nseg; i++, p += 8)
-		psc_be_put(p, lens[i], 8);
+	data = p + 8 * nseg;
 	if (inline_meta && meta_len)
-		memcpy(p, meta, meta_len);
+		memcpy(data, meta, meta_len);
+	data += inline_meta ? meta_len : 0;
+	room = PSC_VAN_FRAME_MAX - (size_t)(data - buf);
+	for (size_t i = 0; i < nseg; i++, p += 8) {
+		bool in = inline_meta && seg_inline(segs[i].len, &room);
+
+		psc_be_put(p, segs[i].len | (in ? PSC_VAN_SEG_IN_FRAME : 0), 8);
+		if (in) {
+			memcpy(data, segs[i].data, segs[i].len);
+			data += segs[i].len;
+		}
+	}
 }
 
 int psc_van_frame_decode(const uint8_t *buf, size_t len,
@@ -79,26 +110,48 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 		return -EPROTO;
 	}
 	want = PSC_VAN_HDR + 8 * (size_t)f->nseg;
+	if (len < want) {
+		snprintf(err, errlen, "frame of %zu bytes is shorter than its "
+			 "%u segment lengths", len, f->nseg);
+		return -EPROTO;
+	}
 	if (f->flags & PSC_VAN_F_META_INLINE)
 		want += f->meta_len;
+	for (uint32_t i = 0; i < f->nseg; i++) {
+		uint64_t w = psc_be_get(buf + PSC_VAN_HDR + 8 * i, 8);
+		uint64_t n = w & ~PSC_VAN_SEG_IN_FRAME;
+		bool in = w & PSC_VAN_SEG_IN_FRAME;
+
+		/* Inline data follows an inline meta, in small pieces. */
+		if (n > (uint64_t)PTRDIFF_MAX ||
+		    (in && (!(f->flags & PSC_VAN_F_META_INLINE) || n == 0 ||
+			    n > PSC_VAN_SEG_INLINE_MAX))) {
+			snprintf(err, errlen, "segment %u is too long or cannot "
+				 "be in the frame", i);
+			return -EPROTO;
+		}
+		if (in)
+			want += (size_t)n;
+	}
 	if (want != len) {
 		snprintf(err, errlen, "frame of %zu bytes announces %zu", len,
 			 want);
 		return -EPROTO;
 	}
-	for (uint32_t i = 0; i < f->nseg; i++)
-		if (psc_be_get(buf + PSC_VAN_HDR + 8 * (size_t)i, 8) >
-		    (uint64_t)PTRDIFF_MAX) {
-			snprintf(err, errlen, "segment %u is too long", i);
-			return -EPROTO;
-		}
 	f->lens = buf + PSC_VAN_HDR;
-	if (f->flags & PSC_VAN_F_META_INLINE)
+	if (f->flags & PSC_VAN_F_META_INLINE) {
 		f->meta = buf + PSC_VAN_HDR + 8 * (size_t)f->nseg;
+		f->segdata = f->meta + f->meta_len;
+	}
 	return 0;
 }
 
 uint64_t psc_van_frame_seg_len(const struct psc_van_frame *f, uint32_t i)
 {
-	return psc_be_get(f->lens + 8 * (size_t)i, 8);
+	return psc_be_get(f->lens + 8 * (size_t)i, 8) & ~PSC_VAN_SEG_IN_FRAME;
+}
+
+bool psc_van_frame_seg_inline(const struct psc_van_frame *f, uint32_t i)
+{
+	return psc_be_get(f->lens + 8 * (size_t)i, 8) & PSC_VAN_SEG_IN_FRAME;
 }

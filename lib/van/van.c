@@ -75,8 +75,9 @@ struct van_batch {
 	ps_comm_van_done_fn done;
 	void *arg;
 	int err;
+	bool *in_frame;		 /* per segment: carried by the frame */
 	size_t n;
-	ps_comm_request_t reqs[];
+	ps_comm_request_t reqs[]; /* then in_frame's nseg bools */
 };
 
 struct ps_comm_van {
@@ -282,9 +283,9 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	/*
 	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which
 	 * a van does not know: ps-lite jobs often put scheduler, servers and
-	 * workers on one host, so block at once unless a value is set. The
+	 * workers on one host, so do not spin unless a value is set. The
 	 * receiving thread waits beside ps-lite's busy sending and app
-	 * threads: it blocks on the wait object rather than yielding.
+	 * threads: sends in flight do not keep it yielding (a lean wait).
 	 */
 	if (psc_ep_spin(v->comm.ch.ep) < 0)
 		psc_ep_set_spin(v->comm.ch.ep, 0);
@@ -560,9 +561,10 @@ static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
 				  p->addr, p->slot, PSC_VAN_TAG_PIECE,
 				  &b->reqs[k++]);
 	for (size_t i = 0; !rc && i < nseg; i++)
-		rc = van_send(v, PSC_PROTO_VAN, segs[i].data,
-				  segs[i].len, p->addr, p->slot,
-				  PSC_VAN_TAG_PIECE, &b->reqs[k++]);
+		if (!b->in_frame[i])
+			rc = van_send(v, PSC_PROTO_VAN, segs[i].data,
+				      segs[i].len, p->addr, p->slot,
+				      PSC_VAN_TAG_PIECE, &b->reqs[k++]);
 	return rc;
 }
 
@@ -572,11 +574,12 @@ static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
 				   const ps_comm_van_seg_t *segs, size_t nseg,
 				   size_t *flen, bool *inline_meta)
 {
-	size_t lens[PSC_VAN_MAX_SEGS];
 	struct van_batch *b;
+	struct psc_van_frame f;
+	char err[128];
 
-	*flen = psc_van_frame_size(meta_len, nseg, inline_meta);
-	b = calloc(1, sizeof(*b) + (nseg + 2) * sizeof(b->reqs[0]));
+	*flen = psc_van_frame_size(meta_len, segs, nseg, inline_meta);
+	b = calloc(1, sizeof(*b) + (nseg + 2) * sizeof(b->reqs[0]) + nseg);
 	if (!b)
 		return NULL;
 	b->frame = malloc(*flen);
@@ -584,11 +587,15 @@ static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
 		free(b);
 		return NULL;
 	}
-	for (size_t i = 0; i < nseg; i++)
-		lens[i] = segs[i].len;
 	psc_van_frame_encode(b->frame, __atomic_load_n(&v->my_id,
 						       __ATOMIC_RELAXED),
-			     meta, meta_len, *inline_meta, lens, nseg);
+			     meta, meta_len, *inline_meta, segs, nseg);
+	/* Which segments the frame carries: they get no piece. */
+	b->in_frame = (bool *)&b->reqs[nseg + 2];
+	if (psc_van_frame_decode(b->frame, *flen, &f, err, sizeof(err)) == 0)
+		for (size_t i = 0; i < nseg; i++)
+			b->in_frame[i] = psc_van_frame_seg_inline(&f,
+								  (uint32_t)i);
 	b->n = nseg + 2;
 	return b;
 }
@@ -759,6 +766,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			    struct van_inflight *in)
 {
 	ps_comm_van_msg_t *msg = &in->msg;
+	const uint8_t *data = f->segdata;
 	int rc = 0;
 
 	msg->sender = f->sender;
@@ -784,6 +792,11 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 		msg->segs[i].data = buf;
 		msg->segs[i].len = len;
 		msg->nseg = i + 1;
+		if (psc_van_frame_seg_inline(f, i)) {
+			memcpy(buf, data, len);
+			data += len;
+			continue;
+		}
 		rc = van_recv(v, PSC_PROTO_VAN, buf, len, (int)slot,
 			       PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	}

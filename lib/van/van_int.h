@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ps_comm/van.h"
 #include "boot/store.h"
 #include "comm/comm.h"
 #include "net/auth.h"
@@ -39,6 +40,13 @@
 #define PSC_VAN_MAX_SEGS ((PSC_VAN_FRAME_MAX - PSC_VAN_HDR) / 8)
 #define PSC_VAN_F_META_INLINE 0x1
 #define PSC_VAN_WIRE_NO_ID 0xffffffffu
+/*
+ * Segments of at most this many bytes ride in the frame after an inline
+ * meta, while it has room: their length word has PSC_VAN_SEG_IN_FRAME
+ * set, and no piece of their own follows.
+ */
+#define PSC_VAN_SEG_INLINE_MAX 512
+#define PSC_VAN_SEG_IN_FRAME (UINT64_C(1) << 63)
 
 /* Slots are 1 .. PSC_VAN_SLOT_MAX; 0 is never handed out. */
 #define PSC_VAN_SLOT_MAX ((1u << PSC_TAG_RANK_BITS) - 1)
@@ -51,22 +59,26 @@ struct psc_van_frame {
 	uint32_t nseg;
 	const uint8_t *lens; /* nseg big-endian u64 */
 	const uint8_t *meta; /* inline meta, or NULL */
+	const uint8_t *segdata; /* inline segments, in order, or NULL */
 };
 
 /*
- * Bytes of the frame for a message of nseg segments and meta_len bytes of
- * meta; *inline_meta tells whether the meta rides in it.
+ * Bytes of the frame for a message of meta_len bytes of meta and nseg
+ * segments; *inline_meta tells whether the meta rides in it (small
+ * segments then may too).
  */
-size_t psc_van_frame_size(size_t meta_len, size_t nseg, bool *inline_meta);
+size_t psc_van_frame_size(size_t meta_len, const ps_comm_van_seg_t *segs,
+			  size_t nseg, bool *inline_meta);
 
 /*
  * Write the frame into buf (psc_van_frame_size bytes): magic u32, version
  * u8, flags u8, zero u16, sender u32 (PSC_VAN_WIRE_NO_ID for none),
- * meta_len u32, nseg u32, zero u32, nseg lengths u64, inline meta.
+ * meta_len u32, nseg u32, zero u32, nseg lengths u64 (PSC_VAN_SEG_IN_FRAME
+ * set for an inline segment), inline meta, inline segments.
  */
 void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 			  size_t meta_len, bool inline_meta,
-			  const size_t *lens, size_t nseg);
+			  const ps_comm_van_seg_t *segs, size_t nseg);
 
 /*
  * Validate len bytes as a frame: magic, version, flags, sender, segment
@@ -76,8 +88,9 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 int psc_van_frame_decode(const uint8_t *buf, size_t len,
 			 struct psc_van_frame *f, char *err, size_t errlen);
 
-/* Length of segment i of a decoded frame. */
+/* Length of segment i of a decoded frame, and whether it is inline. */
 uint64_t psc_van_frame_seg_len(const struct psc_van_frame *f, uint32_t i);
+bool psc_van_frame_seg_inline(const struct psc_van_frame *f, uint32_t i);
 
 /*
  * A buffer of len bytes (64-byte aligned) for ps_comm_van_recv to hand

@@ -76,40 +76,51 @@ static void expect(struct node *at, int sender, const char *meta,
 
 START_TEST(test_frame_roundtrip)
 {
-	size_t lens[3] = {0, 1, (size_t)64 << 20};
+	static char big[PSC_VAN_SEG_INLINE_MAX + 1];
+	ps_comm_van_seg_t segs[4] = {{NULL, 0},
+				     {"k", 1},
+				     {NULL, (size_t)64 << 20},
+				     {big, sizeof(big)}};
 	uint8_t buf[PSC_VAN_FRAME_MAX];
 	struct psc_van_frame f;
 	char err[128];
 	bool inl;
-	size_t n = psc_van_frame_size(5, 3, &inl);
+	size_t n = psc_van_frame_size(5, segs, 4, &inl);
 
+	/* The 1-byte segment rides in the frame; the others do not. */
 	ck_assert(inl);
-	psc_van_frame_encode(buf, 9, "hello", 5, inl, lens, 3);
+	ck_assert_uint_eq(n, PSC_VAN_HDR + 4 * 8 + 5 + 1);
+	psc_van_frame_encode(buf, 9, "hello", 5, inl, segs, 4);
 	ck_assert_int_eq(psc_van_frame_decode(buf, n, &f, err, sizeof(err)),
 			 0);
 	ck_assert_int_eq(f.sender, 9);
-	ck_assert_uint_eq(f.nseg, 3);
-	ck_assert_uint_eq(psc_van_frame_seg_len(&f, 2), lens[2]);
+	ck_assert_uint_eq(f.nseg, 4);
+	for (uint32_t i = 0; i < 4; i++) {
+		ck_assert_uint_eq(psc_van_frame_seg_len(&f, i), segs[i].len);
+		ck_assert(psc_van_frame_seg_inline(&f, i) == (i == 1));
+	}
 	ck_assert(memcmp(f.meta, "hello", 5) == 0);
+	ck_assert(f.segdata[0] == 'k');
 	psc_van_frame_encode(buf, PS_COMM_VAN_NO_ID, "x", 1, true, NULL, 0);
 	ck_assert_int_eq(psc_van_frame_decode(buf, PSC_VAN_HDR + 1, &f, err,
 					      sizeof(err)), 0);
 	ck_assert_int_eq(f.sender, PS_COMM_VAN_NO_ID);
-	/* Too big a meta travels on its own. */
-	psc_van_frame_size(PSC_VAN_FRAME_MAX, 0, &inl);
+	/* Too big a meta travels on its own, and so do its segments. */
+	ck_assert_uint_eq(psc_van_frame_size(PSC_VAN_FRAME_MAX, segs, 2, &inl),
+			  PSC_VAN_HDR + 2 * 8);
 	ck_assert(!inl);
 }
 END_TEST
 
 START_TEST(test_frame_refused)
 {
-	size_t lens[1] = {7};
+	ps_comm_van_seg_t segs[1] = {{"1234567", 7}};
 	uint8_t buf[64], bad[64];
 	struct psc_van_frame f;
 	char err[128];
-	size_t n = PSC_VAN_HDR + 8 + 2;
+	size_t n = PSC_VAN_HDR + 8 + 2 + 7;
 
-	psc_van_frame_encode(buf, 1, "ab", 2, true, lens, 1);
+	psc_van_frame_encode(buf, 1, "ab", 2, true, segs, 1);
 	/* Every truncation and any extra byte. */
 	for (size_t len = 0; len < n; len++)
 		ck_assert_int_eq(psc_van_frame_decode(buf, len, &f, err,
@@ -133,6 +144,17 @@ START_TEST(test_frame_refused)
 	psc_be_put(bad + 16, PSC_VAN_MAX_SEGS + 1, 4);
 	ck_assert_int_eq(psc_van_frame_decode(bad, n, &f, err, sizeof(err)),
 			 -EPROTO);
+	/* An inline segment without an inline meta, or too long to be one. */
+	memcpy(bad, buf, n);
+	bad[5] = 0;
+	ck_assert_int_eq(psc_van_frame_decode(bad, n - 2, &f, err,
+					      sizeof(err)), -EPROTO);
+	memcpy(bad, buf, n);
+	psc_be_put(bad + PSC_VAN_HDR, PSC_VAN_SEG_IN_FRAME |
+				      (PSC_VAN_SEG_INLINE_MAX + 1), 8);
+	ck_assert_int_eq(psc_van_frame_decode(bad, PSC_VAN_HDR + 8 + 2 +
+						  PSC_VAN_SEG_INLINE_MAX + 1,
+					      &f, err, sizeof(err)), -EPROTO);
 }
 END_TEST
 
