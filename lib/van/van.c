@@ -99,6 +99,8 @@ struct ps_comm_van {
 	size_t nsenders, senders_cap;
 	size_t probe_next;	    /* where the next probe round starts */
 	bool stopping;		    /* atomic: stop has begun */
+	unsigned fail_gen;	    /* atomic: failures recorded so far */
+	unsigned fail_seen;	    /* receiving thread: fail_gen looked at */
 	int in_recv;		    /* atomic: threads in ps_comm_van_recv */
 };
 
@@ -382,6 +384,7 @@ static void peer_fail(struct ps_comm_van *v, struct van_peer *p, int err,
 		snprintf(p->why, sizeof(p->why), "%s", why);
 		p->reported = false;
 		__atomic_store_n(&p->failed, err, __ATOMIC_RELEASE);
+		__atomic_add_fetch(&v->fail_gen, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&v->lock);
 	if (first)
@@ -923,8 +926,12 @@ static bool recv_ready(void *arg)
  */
 static bool take_failure(struct ps_comm_van *v, int *id)
 {
+	unsigned gen = __atomic_load_n(&v->fail_gen, __ATOMIC_ACQUIRE);
 	bool found = false;
 
+	/* Nothing failed since the last look: no scan, no lock. */
+	if (gen == v->fail_seen)
+		return false;
 	pthread_mutex_lock(&v->lock);
 	for (size_t i = 0; !found && i < v->npeers; i++) {
 		struct van_peer *p = v->peers[i];
@@ -935,6 +942,9 @@ static bool take_failure(struct ps_comm_van *v, int *id)
 			found = true;
 		}
 	}
+	/* Look again next time until a scan finds nothing to report. */
+	if (!found)
+		v->fail_seen = gen;
 	pthread_mutex_unlock(&v->lock);
 	return found;
 }
