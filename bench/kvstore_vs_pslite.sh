@@ -7,9 +7,13 @@
 # BUILD_DIR: a pscomm build (examples/kvstore). PSLITE_ZMQ_TESTS: the
 # tests/ directory of a ps-lite build (test_kv_app_benchmark, local.sh);
 # PSLITE_PSCOMM_TESTS: the same for a ps-lite build with pscomm's van
-# added (doc/pslite.md), run with DMLC_PS_VAN_TYPE=pscomm. This script
-# builds neither. Environment: FI_PROVIDER (default tcp), RUNS (3),
-# KEYS (64), VALUE (1048576 bytes), ROUNDS (5).
+# added (doc/pslite.md), run with DMLC_PS_VAN_TYPE=pscomm. A build with
+# pscomm's van keeps ZeroMQ's, so one directory may be given for both.
+# This script fetches and builds neither; make the ps-lite build as
+# doc/pslite.md says. Environment: FI_PROVIDER (default tcp; PROVIDERS,
+# e.g. "tcp shm", runs the pscomm rows once per provider), RUNS (3),
+# KEYS (64), VALUE (1048576 bytes), ROUNDS (5). local.sh takes port
+# 8000: run one copy at a time.
 #
 # ps-lite's benchmark pushes and pulls 10,000,000 float values with their
 # 8-byte keys in one request: its MB/s are given for the 40 MB of values
@@ -52,14 +56,18 @@ res=$(for i in $(seq "$RUNS"); do kvstore_once; done)
 printf '%-28s %12s %12s\n' "kvstore ${VALUE} B x $KEYS" \
 	"$(awk '{print $1}' <<<"$res" | median)" \
 	"$(awk '{print $2}' <<<"$res" | median)"
-for v in zmq pscomm; do
+for v in zmq $(for p in ${PROVIDERS:-$FI_PROVIDER}; do echo "pscomm:$p"; done); do
 	dir=$zmq_tests
-	[ "$v" = pscomm ] && dir=$pscomm_tests
+	case $v in pscomm:*) dir=$pscomm_tests ;; esac
 	[ -n "$dir" ] || continue
-	res=$(for i in $(seq "$RUNS"); do pslite_once "$dir" "$v"; done)
+	prov=$FI_PROVIDER
+	case $v in pscomm:*) prov=${v#pscomm:} ;; esac
+	res=$(for i in $(seq "$RUNS"); do
+		FI_PROVIDER=$prov pslite_once "$dir" "${v%%:*}"
+	done)
 	push=$(awk '{print $1}' <<<"$res" | median)
 	pull=$(awk '{print $2}' <<<"$res" | median)
-	printf '%-28s %12s %12s\n' "ps-lite benchmark, $v van" \
+	printf '%-28s %12s %12s\n' "ps-lite benchmark, ${v/:/ } van" \
 		"$(awk -v t="$push" 'BEGIN {printf "%.1f [%.1f]", 40e6 / t / 1e3, 120e6 / t / 1e3}')" \
 		"$(awk -v t="$pull" 'BEGIN {printf "%.1f [%.1f]", 40e6 / t / 1e3, 200e6 / t / 1e3}')"
 done
