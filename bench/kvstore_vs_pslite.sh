@@ -51,9 +51,9 @@ pslite_once() {	# pslite_once TESTS_DIR VAN: "push_ms pull_ms"
 		paste -sd' '
 }
 
-printf '%-28s %12s %12s\n' "($FI_PROVIDER, median of $RUNS)" "push MB/s" "pull MB/s"
+printf '%-34s %12s %12s\n' "($FI_PROVIDER, median of $RUNS)" "push MB/s" "pull MB/s"
 res=$(for i in $(seq "$RUNS"); do kvstore_once; done)
-printf '%-28s %12s %12s\n' "kvstore ${VALUE} B x $KEYS" \
+printf '%-34s %12s %12s\n' "kvstore ${VALUE} B x $KEYS" \
 	"$(awk '{print $1}' <<<"$res" | median)" \
 	"$(awk '{print $2}' <<<"$res" | median)"
 for v in zmq $(for p in ${PROVIDERS:-$FI_PROVIDER}; do echo "pscomm:$p"; done); do
@@ -67,7 +67,7 @@ for v in zmq $(for p in ${PROVIDERS:-$FI_PROVIDER}; do echo "pscomm:$p"; done); 
 	done)
 	push=$(awk '{print $1}' <<<"$res" | median)
 	pull=$(awk '{print $2}' <<<"$res" | median)
-	printf '%-28s %12s %12s\n' "ps-lite benchmark, ${v/:/ } van" \
+	printf '%-34s %12s %12s\n' "ps-lite benchmark, ${v/:/ } van" \
 		"$(awk -v t="$push" 'BEGIN {printf "%.1f [%.1f]", 40e6 / t / 1e3, 120e6 / t / 1e3}')" \
 		"$(awk -v t="$pull" 'BEGIN {printf "%.1f [%.1f]", 40e6 / t / 1e3, 200e6 / t / 1e3}')"
 done
