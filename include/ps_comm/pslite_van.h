@@ -15,6 +15,11 @@
  * base class and hands meta plus data segments over without copying,
  * holding references until the van is done with them; RecvMsg wraps the
  * received buffers in SArrays whose deleter gives them back.
+ *
+ * Failures: a node the van finds dead (doc/pslite.md) makes SendMsg and
+ * RecvMsg log which one and return -1, on which ps-lite ends the process
+ * (it cannot go on without a node); a receive that ps_comm_van_stop
+ * interrupts becomes a TERMINATE, so ps-lite's receiving thread ends.
  */
 #ifndef PS_COMM_PSLITE_VAN_H
 #define PS_COMM_PSLITE_VAN_H
