@@ -1006,7 +1006,7 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 	int rc;
 
 	p->probed = psc_now();
-	rc = psc_van_fetch(p->host, p->port, v->job, v->comm.provider,
+	rc = psc_van_fetch(p->host, p->port, &v->key, v->comm.provider,
 			   psc_now() + PROBE_IO_SEC, &slot, name, &namelen,
 			   err, sizeof(err));
 	if (!rc) {
