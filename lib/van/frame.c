@@ -118,7 +118,7 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 	if (f->flags & PSC_VAN_F_META_INLINE)
 		want += f->meta_len;
 	for (uint32_t i = 0; i < f->nseg; i++) {
-		uint64_t w = psc_be_get(buf + PSC_VAN_HDR + 8 * i, 8);
+		uint64_t w = psc_be_get(buf + PSC_VAN_HDR + 8 * (size_t)i, 8);
 		uint64_t n = w & ~PSC_VAN_SEG_IN_FRAME;
 		bool in = w & PSC_VAN_SEG_IN_FRAME;
 

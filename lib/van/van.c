@@ -351,7 +351,7 @@ static struct van_peer *peer_get(struct ps_comm_van *v, int id)
 	if (p)
 		return p;
 	if (!room_for_one((void **)&v->peers, &v->cap, v->npeers,
-			  sizeof(*v->peers)))
+			  sizeof(struct van_peer *)))
 		return NULL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -582,7 +582,8 @@ static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
 	char err[128];
 
 	*flen = psc_van_frame_size(meta_len, segs, nseg, inline_meta);
-	b = calloc(1, sizeof(*b) + (nseg + 2) * sizeof(b->reqs[0]) + nseg);
+	b = calloc(1, sizeof(*b) + (nseg + 2) * sizeof(ps_comm_request_t) +
+			  nseg);
 	if (!b)
 		return NULL;
 	b->frame = malloc(*flen);
@@ -795,7 +796,8 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 		msg->segs[i].data = buf;
 		msg->segs[i].len = len;
 		msg->nseg = i + 1;
-		if (psc_van_frame_seg_inline(f, i)) {
+		/* An inline segment is never empty (the decoder checks). */
+		if (buf && psc_van_frame_seg_inline(f, i)) {
 			memcpy(buf, data, len);
 			data += len;
 			continue;
@@ -821,7 +823,8 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 	}
 	if (!sender_admit(v, slot, f.sender))
 		return;
-	in = calloc(1, sizeof(*in) + (f.nseg + 1) * sizeof(in->reqs[0]));
+	in = calloc(1, sizeof(*in) +
+			       (f.nseg + 1) * sizeof(ps_comm_request_t));
 	if (!in) {
 		psc_log(PSC_LOG_ERROR, -1, "van: out of memory: dropping a "
 			"message from node %d", f.sender);
