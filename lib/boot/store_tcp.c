@@ -852,6 +852,21 @@ struct tcp_store {
 	struct server *server;
 };
 
+/* Say why talking to rank 0 failed with rc (a timeout or a lost link). */
+static int link_lost(struct psc_store *s, int rc)
+{
+	const struct tcp_store *t = s->priv;
+
+	if (rc == -ETIMEDOUT)
+		snprintf(s->err, sizeof(s->err), "no answer from the "
+			 "rendezvous at %s within PS_COMM_TIMEOUT", t->root);
+	else
+		snprintf(s->err, sizeof(s->err), "lost the connection to the "
+			 "rendezvous at %s (%s): rank 0 died or refused us",
+			 t->root, strerror(-rc));
+	return rc;
+}
+
 /* Read one reply; *rpay is malloc'd (or NULL). */
 static int client_reply(struct psc_store *s, struct psc_wire_hdr *rh,
 			void **rpay)
@@ -862,17 +877,8 @@ static int client_reply(struct psc_store *s, struct psc_wire_hdr *rh,
 	int rc = psc_read_full(t->fd, hb, sizeof(hb), s->deadline);
 
 	*rpay = NULL;
-	if (rc == -ETIMEDOUT) {
-		snprintf(s->err, sizeof(s->err), "no answer from the "
-			 "rendezvous at %s within PS_COMM_TIMEOUT", t->root);
-		return rc;
-	}
-	if (rc) {
-		snprintf(s->err, sizeof(s->err), "lost the connection to the "
-			 "rendezvous at %s (%s): rank 0 died or refused us",
-			 t->root, strerror(-rc));
-		return rc;
-	}
+	if (rc)
+		return link_lost(s, rc);
 	if (psc_wire_decode(hb, rh, why, sizeof(why)) != 0) {
 		snprintf(s->err, sizeof(s->err), "malformed reply from the "
 			 "rendezvous at %s: %s", t->root, why);
@@ -925,18 +931,7 @@ static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 
 	*rpay = NULL;
 	rc = wire_send(t->fd, &h, pay, s->deadline);
-	if (rc == -ETIMEDOUT) {
-		snprintf(s->err, sizeof(s->err), "no answer from the "
-			 "rendezvous at %s within PS_COMM_TIMEOUT", t->root);
-		return rc;
-	}
-	if (rc) {
-		snprintf(s->err, sizeof(s->err), "lost the connection to the "
-			 "rendezvous at %s (%s): rank 0 died or refused us",
-			 t->root, strerror(-rc));
-		return rc;
-	}
-	return client_reply(s, rh, rpay);
+	return rc ? link_lost(s, rc) : client_reply(s, rh, rpay);
 }
 
 /* A call whose reply carries nothing but OK. */

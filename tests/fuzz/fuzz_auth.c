@@ -17,18 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "net/auth.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define PROMISE(c)                                                             \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: broken promise: %s\n",          \
-				__FILE__, __LINE__, #c);                       \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 static struct psc_auth_key keys[2];
 static bool loaded;
@@ -80,11 +70,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	in = take(&data, &size, (size_t)(size ? data[0] % 64 : 0) + 1, &n);
 	rc = psc_auth_server_chal(&s, k, purpose, bind, blen, in, n, session,
 				  chal);
-	PROMISE(rc == (n == PSC_AUTH_HELLO_LEN ? 0 : -EPROTO));
+	PSC_FUZZ_ASSERT(rc == (n == PSC_AUTH_HELLO_LEN ? 0 : -EPROTO));
 
 	/* A genuine client against a genuine server: always passes. */
 	psc_auth_client_hello(&c, k, purpose, bind, blen, hello);
-	PROMISE(psc_auth_server_chal(&s, k, purpose, bind, blen, hello,
+	PSC_FUZZ_ASSERT(psc_auth_server_chal(&s, k, purpose, bind, blen, hello,
 				     sizeof(hello), session, chal) == 0);
 
 	/* The client side, given the input's CHAL: only the genuine passes. */
@@ -93,25 +83,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct psc_auth_hs cc = c;
 
 		rc = psc_auth_client_proof(&cc, in, n, proof, NULL);
-		PROMISE(n == PSC_AUTH_CHAL_LEN
+		PSC_FUZZ_ASSERT(n == PSC_AUTH_CHAL_LEN
 				? (rc == 0) == (memcmp(in, chal, n) == 0)
 				: rc == -EPROTO);
-		PROMISE(rc == 0 || rc == -EACCES || rc == -EPROTO);
+		PSC_FUZZ_ASSERT(rc == 0 || rc == -EACCES || rc == -EPROTO);
 	}
-	PROMISE(psc_auth_client_proof(&c, chal, sizeof(chal), proof,
+	PSC_FUZZ_ASSERT(psc_auth_client_proof(&c, chal, sizeof(chal), proof,
 				      session) == 0);
-	PROMISE(psc_auth_server_check(&s, proof, sizeof(proof)) == 0);
+	PSC_FUZZ_ASSERT(psc_auth_server_check(&s, proof, sizeof(proof)) == 0);
 
 	/* The input's PROOF: passes only if it is the genuine one. */
 	in = take(&data, &size, PSC_AUTH_PROOF_LEN, &n);
 	rc = psc_auth_server_check(&s, in, n);
-	PROMISE(n != PSC_AUTH_PROOF_LEN ? rc == -EPROTO
+	PSC_FUZZ_ASSERT(n != PSC_AUTH_PROOF_LEN ? rc == -EPROTO
 					: (rc == 0) == (memcmp(in, proof, n) == 0));
 
 	/* The genuine PROOF replayed to a new server (fresh nonce) fails. */
-	PROMISE(psc_auth_server_chal(&s2, k, purpose, bind, blen, hello,
+	PSC_FUZZ_ASSERT(psc_auth_server_chal(&s2, k, purpose, bind, blen, hello,
 				     sizeof(hello), session, chal2) == 0);
-	PROMISE(psc_auth_server_check(&s2, proof, sizeof(proof)) == -EACCES);
+	PSC_FUZZ_ASSERT(psc_auth_server_check(&s2, proof, sizeof(proof)) == -EACCES);
 
 	/* A record: the rest, its last 32 bytes taken as the MAC. */
 	if (size >= PSC_AUTH_MAC_LEN) {
@@ -120,13 +110,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		psc_auth_record_mac(k, session, 1, "rec", data, vlen, mac);
 		rc = psc_auth_record_check(k, session, 1, "rec", data, vlen,
 					   data + vlen);
-		PROMISE((rc == 0) == (memcmp(mac, data + vlen, sizeof(mac)) ==
+		PSC_FUZZ_ASSERT((rc == 0) == (memcmp(mac, data + vlen, sizeof(mac)) ==
 				      0));
-		PROMISE(psc_auth_record_check(k, session, 1, "rec", data, vlen,
+		PSC_FUZZ_ASSERT(psc_auth_record_check(k, session, 1, "rec", data, vlen,
 					      mac) == 0);
-		PROMISE(psc_auth_record_check(k, session, 2, "rec", data, vlen,
+		PSC_FUZZ_ASSERT(psc_auth_record_check(k, session, 2, "rec", data, vlen,
 					      mac) == -EACCES);
-		PROMISE(psc_auth_record_check(&keys[!(k - keys)], session, 1,
+		PSC_FUZZ_ASSERT(psc_auth_record_check(&keys[!(k - keys)], session, 1,
 					      "rec", data, vlen,
 					      mac) == -EACCES);
 	}

@@ -28,6 +28,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fuzz.h"
 #include "boot/boot.h"
 #include "boot/store.h"
 #include "net/auth.h"
@@ -37,17 +38,7 @@
 #include "util/param.h"
 #include "util/util.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerInitialize(int *argc, char ***argv);
-
-#define PROMISE(c)                                                             \
-	do {                                                                   \
-		if (!(c)) {                                                    \
-			fprintf(stderr, "%s:%d: broken promise: %s\n",          \
-				__FILE__, __LINE__, #c);                       \
-			abort();                                               \
-		}                                                              \
-	} while (0)
 
 static struct psc_params params;
 static struct psc_auth_key none;
@@ -89,15 +80,15 @@ static void decoders(const uint8_t *data, size_t size)
 	if (size >= PSC_WIRE_HDR_LEN &&
 	    psc_wire_decode(data, &h, err, sizeof(err)) == 0) {
 		psc_wire_encode(&h, buf);
-		PROMISE(memcmp(buf, data, PSC_WIRE_HDR_LEN) == 0);
-		PROMISE(h.len <= PSC_WIRE_MAX_PAYLOAD);
+		PSC_FUZZ_ASSERT(memcmp(buf, data, PSC_WIRE_HDR_LEN) == 0);
+		PSC_FUZZ_ASSERT(h.len <= PSC_WIRE_MAX_PAYLOAD);
 	}
 	if (psc_boot_record_decode(data, size, &rec)) {
-		PROMISE(rec.addrlen > 0 && rec.addrlen <= sizeof(rec.addr));
+		PSC_FUZZ_ASSERT(rec.addrlen > 0 && rec.addrlen <= sizeof(rec.addr));
 		n = psc_boot_record_encode(&rec, buf, sizeof(buf));
-		PROMISE(n > 0);
-		PROMISE(psc_boot_record_decode(buf, n, &again));
-		PROMISE(strcmp(rec.provider, again.provider) == 0 &&
+		PSC_FUZZ_ASSERT(n > 0);
+		PSC_FUZZ_ASSERT(psc_boot_record_decode(buf, n, &again));
+		PSC_FUZZ_ASSERT(strcmp(rec.provider, again.provider) == 0 &&
 			strcmp(rec.host, again.host) == 0 &&
 			strcmp(rec.live, again.live) == 0 &&
 			rec.hash == again.hash && rec.addrlen == again.addrlen &&
@@ -105,7 +96,7 @@ static void decoders(const uint8_t *data, size_t size)
 	}
 	/* The last 32 bytes as a record's MAC: a made-up one never holds. */
 	if (size >= PSC_AUTH_MAC_LEN)
-		PROMISE(psc_auth_record_check(&none, session, 1, "rec", data,
+		PSC_FUZZ_ASSERT(psc_auth_record_check(&none, session, 1, "rec", data,
 					      size - PSC_AUTH_MAC_LEN,
 					      data + size - PSC_AUTH_MAC_LEN) ==
 			-EACCES);
@@ -184,15 +175,15 @@ static void server(const uint8_t *data, size_t size)
 			s.ops->close(&s);
 		return;
 	}
-	PROMISE(psc_hostport_parse(root, &hp) == 0 &&
+	PSC_FUZZ_ASSERT(psc_hostport_parse(root, &hp) == 0 &&
 		psc_resolve(&hp, &ra, &rl, err, sizeof(err)) == 0);
 	deadline = psc_now() + 5;
 	fd = psc_connect_retry((struct sockaddr *)&ra, rl, deadline, &last);
-	PROMISE(fd >= 0);
+	PSC_FUZZ_ASSERT(fd >= 0);
 	if (!(data[0] & 1) || authenticate(fd, deadline)) {
 		uint8_t *msg = malloc(size);
 
-		PROMISE(msg);
+		PSC_FUZZ_ASSERT(msg);
 		memcpy(msg, data + 1, size - 1);
 		/* Admitted: every header speaks for this root's generation. */
 		for (size_t off = 0; (data[0] & 1) &&
@@ -206,7 +197,7 @@ static void server(const uint8_t *data, size_t size)
 			shutdown(fd, SHUT_RDWR);
 		free(msg);
 		/* The root closes within its stranger deadline at most. */
-		PROMISE(drain(fd, psc_now() + 8));
+		PSC_FUZZ_ASSERT(drain(fd, psc_now() + 8));
 	}
 	close(fd);
 	s.ops->close(&s);

@@ -20,24 +20,14 @@ builddir=${top_builddir:-.}
 PINGPONG=$builddir/examples/pingpong
 PROBE=$builddir/tests/mp/store_probe
 
-for b in "$PINGPONG" "$PROBE"; do
-	if [ ! -x "$b" ]; then
-		echo "not ok - $b not found or not executable"
-		exit 1
-	fi
-done
-if ! command -v timeout >/dev/null 2>&1; then
-	echo "skip - timeout(1) is not installed"
-	exit 77
-fi
+# ok, not_ok, check and the need_ and clean_ helpers come from common.sh.
+. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
+need_programs "$PINGPONG" "$PROBE"
+need_commands timeout
 
 # Only what each scenario sets explicitly may reach the ranks.
-unset PS_COMM_RANK PS_COMM_SIZE PS_COMM_ROOT PS_COMM_BOOTSTRAP \
-	PS_COMM_TIMEOUT PS_COMM_OP_TIMEOUT PS_COMM_IFNAME PS_COMM_PORT_RANGE \
-	PS_COMM_JOB_KEY PS_COMM_DETERMINISTIC PS_COMM_LOG_FILE \
-	PS_COMM_LOG_LEVEL FI_PROVIDER MASTER_ADDR MASTER_PORT \
-	OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE \
-	SLURM_PROCID SLURM_NTASKS RANK WORLD_SIZE
+clean_rank_env
+unset FI_PROVIDER
 
 # Every process is killed by timeout(1) after this many seconds.
 LIMIT=30
@@ -61,8 +51,6 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 failed=0
 
-# ok, not_ok and check come from common.sh.
-. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
 
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))

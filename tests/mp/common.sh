@@ -46,6 +46,40 @@ free_port() {
 	done
 }
 
+# need_programs FILE...: each must be an executable of the build, or the
+# script fails (exit 1) naming it.
+need_programs() {
+	for _b; do
+		if [ ! -x "$_b" ]; then
+			echo "not ok - $_b not found or not executable"
+			exit 1
+		fi
+	done
+}
+
+# need_commands CMD...: each must be on PATH, or the script is skipped
+# (exit 77) naming it.
+need_commands() {
+	for _c; do
+		if ! command -v "$_c" >/dev/null 2>&1; then
+			echo "skip - $_c is not installed"
+			exit 77
+		fi
+	done
+}
+
+# clean_rank_env: unset every variable that steers a rank's bootstrap,
+# so that only what a scenario sets reaches its ranks.
+clean_rank_env() {
+	unset PS_COMM_RANK PS_COMM_SIZE PS_COMM_ROOT PS_COMM_BOOTSTRAP \
+		PS_COMM_TIMEOUT PS_COMM_OP_TIMEOUT PS_COMM_IFNAME \
+		PS_COMM_PORT_RANGE PS_COMM_JOB_KEY PS_COMM_JOB_KEY_FILE \
+		PS_COMM_DETERMINISTIC PS_COMM_LOG_FILE PS_COMM_LOG_LEVEL \
+		MASTER_ADDR MASTER_PORT OMPI_COMM_WORLD_RANK \
+		OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE SLURM_PROCID \
+		SLURM_NTASKS RANK WORLD_SIZE
+}
+
 # Does the provider exist on this machine? (fi_info answers for it)
 have_provider() {
 	command -v fi_info >/dev/null 2>&1 || return 0

@@ -33,23 +33,13 @@ SCENARIOS=${SEC_ATTACKS:-replay forge wrongkey fdcycle bloat helloclose}
 RSS_SLACK_KB=${SEC_RSS_SLACK_KB:-102400}
 FD_SLACK=${SEC_FD_SLACK:-72}
 
-for b in "$PINGPONG" "$ATTACK"; do
-	if [ ! -x "$b" ]; then
-		echo "not ok - $b not found or not executable"
-		exit 1
-	fi
-done
-if ! command -v timeout >/dev/null 2>&1 || ! command -v ss >/dev/null 2>&1; then
-	echo "skip - timeout(1) or ss(8) is not installed"
-	exit 77
-fi
+# ok, not_ok, check and the need_ and clean_ helpers come from common.sh.
+. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
+need_programs "$PINGPONG" "$ATTACK"
+need_commands timeout ss
 
-unset PS_COMM_RANK PS_COMM_SIZE PS_COMM_ROOT PS_COMM_BOOTSTRAP \
-	PS_COMM_TIMEOUT PS_COMM_OP_TIMEOUT PS_COMM_IFNAME PS_COMM_PORT_RANGE \
-	PS_COMM_JOB_KEY PS_COMM_JOB_KEY_FILE PS_COMM_LOG_FILE \
-	PS_COMM_LOG_LEVEL MASTER_ADDR MASTER_PORT OMPI_COMM_WORLD_RANK \
-	OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE SLURM_PROCID \
-	SLURM_NTASKS RANK WORLD_SIZE
+# Only what each scenario sets explicitly may reach the ranks.
+clean_rank_env
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sec_attacks.XXXXXX") || exit 1
 : >"$tmp/pids"
@@ -64,7 +54,6 @@ trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 failed=0
 
-. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
 
 PPARGS="-M 64 -i 5 -w 1"
 BASE="FI_PROVIDER=tcp PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_SIZE=2"

@@ -20,30 +20,19 @@ PINGPONG=$builddir/examples/pingpong
 RUNNER=$builddir/tools/ps_comm_run
 INFO=$builddir/tools/ps_comm_info
 
-for b in "$PINGPONG" "$RUNNER" "$INFO"; do
-	if [ ! -x "$b" ]; then
-		echo "not ok - $b not found or not executable"
-		exit 1
-	fi
-done
-if ! command -v timeout >/dev/null 2>&1; then
-	echo "skip - timeout(1) is not installed"
-	exit 77
-fi
+# ok, not_ok, check and the need_ and clean_ helpers come from common.sh.
+. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
+need_programs "$PINGPONG" "$RUNNER" "$INFO"
+need_commands timeout
 
-unset PS_COMM_RANK PS_COMM_SIZE PS_COMM_ROOT PS_COMM_BOOTSTRAP \
-	PS_COMM_TIMEOUT PS_COMM_OP_TIMEOUT PS_COMM_IFNAME PS_COMM_PORT_RANGE \
-	PS_COMM_JOB_KEY PS_COMM_JOB_KEY_FILE PS_COMM_LOG_FILE \
-	PS_COMM_LOG_LEVEL MASTER_ADDR MASTER_PORT OMPI_COMM_WORLD_RANK \
-	OMPI_COMM_WORLD_SIZE PMIX_RANK PMI_RANK PMI_SIZE SLURM_PROCID \
-	SLURM_NTASKS RANK WORLD_SIZE
+# Only what each scenario sets explicitly may reach the ranks.
+clean_rank_env
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/sec_keys.XXXXXX") || exit 1
 trap 'rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 failed=0
 
-. "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
 
 PPARGS="-M 64 -i 5 -w 1"
 BASE="FI_PROVIDER=tcp PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=15 PS_COMM_SIZE=2"
