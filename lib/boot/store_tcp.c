@@ -867,7 +867,7 @@ static int link_lost(struct psc_store *s, int rc)
 	return rc;
 }
 
-/* Read one reply; *rpay is malloc'd (or NULL). */
+/* Read one reply; *rpay is malloc'd (or NULL); *rh is zero on failure. */
 static int client_reply(struct psc_store *s, struct psc_wire_hdr *rh,
 			void **rpay)
 {
@@ -877,6 +877,7 @@ static int client_reply(struct psc_store *s, struct psc_wire_hdr *rh,
 	int rc = psc_read_full(t->fd, hb, sizeof(hb), s->deadline);
 
 	*rpay = NULL;
+	memset(rh, 0, sizeof(*rh));
 	if (rc)
 		return link_lost(s, rc);
 	if (psc_wire_decode(hb, rh, why, sizeof(why)) != 0) {
@@ -920,7 +921,8 @@ static int client_reply(struct psc_store *s, struct psc_wire_hdr *rh,
 	return 0;
 }
 
-/* Send a request and read one reply; *pay is malloc'd (or NULL). */
+/* Send a request and read one reply; *pay is malloc'd (or NULL); *rh is
+ * zero on failure. */
 static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 		       uint32_t len, struct psc_wire_hdr *rh, void **rpay)
 {
@@ -930,6 +932,7 @@ static int client_call(struct psc_store *s, uint16_t type, const void *pay,
 	int rc;
 
 	*rpay = NULL;
+	memset(rh, 0, sizeof(*rh));
 	rc = wire_send(t->fd, &h, pay, s->deadline);
 	return rc ? link_lost(s, rc) : client_reply(s, rh, rpay);
 }
