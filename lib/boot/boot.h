@@ -34,10 +34,21 @@ struct psc_boot_record {
 	char agree[1024];
 	uint64_t hash;
 	char host[64];
+	char node[96];	  /* node identity (psc_boot_node_id) */
 	char live[256];	  /* the liveness monitor's part, opaque here */
 	uint8_t addr[256];
 	size_t addrlen;
+	uint8_t shm[256]; /* a node-aware rank's shared-memory address */
+	size_t shmlen;	  /* 0: none */
 };
+
+/*
+ * This process's node identity, which decides which ranks share memory:
+ * PS_COMM_NODE_ID (p->node_id) when set, else the kernel's boot id and
+ * the network namespace's inode, so that ranks in separate namespaces
+ * count as separate nodes. Never empty.
+ */
+void psc_boot_node_id(const struct psc_params *p, char *buf, size_t len);
 
 /* How one bootstrap runs, from psc_boot_plan. */
 struct psc_boot_plan {
@@ -65,14 +76,15 @@ int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 
 /*
  * Fill the parts of rec that the bootstrap owns (version, settings
- * text, host name); the caller adds provider, address format, context
- * and address. psc_boot_exchange computes the keyed settings hash.
+ * text, host name, node identity); the caller adds provider, address
+ * format, context and addresses. psc_boot_exchange computes the keyed settings hash.
  */
 void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p);
 
 /*
- * The record's text form (key=value lines, a blank line, the address):
+ * The record's text form (key=value lines, a blank line, the address,
+ * then the shared-memory address if any):
  * encode returns the bytes written or 0 when len is too small; decode
  * checks everything a stranger could have put there and returns false
  * when anything is malformed. Neither touches the MAC (psc_boot_exchange
@@ -88,7 +100,7 @@ bool psc_boot_record_decode(const uint8_t *buf, size_t len,
  * rank, read every rank's record in rank order, verify its MAC (-EACCES
  * when it does not), check it against me and hand it to peer(arg, rank,
  * rec), which returns 0 or a negative errno with words in err. *local
- * receives how many ranks share this host. Blocks until the plan's
+ * receives how many ranks share this node. Blocks until the plan's
  * timeout at most.
  */
 int psc_boot_exchange(struct psc_boot_plan *b,

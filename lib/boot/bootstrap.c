@@ -14,6 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "boot/boot.h"
 #include "boot/store.h"
 #include "util/log.h"
@@ -76,6 +78,31 @@ int psc_env_rank_size(int *rank, int *size, char *err, size_t len)
 
 /* ----------------------------------------------------------- records */
 
+void psc_boot_node_id(const struct psc_params *p, char *buf, size_t len)
+{
+	char boot[64] = "";
+	struct stat st;
+	FILE *f;
+
+	if (p->node_id[0]) {
+		snprintf(buf, len, "%s", p->node_id);
+		return;
+	}
+	f = fopen("/proc/sys/kernel/random/boot_id", "r");
+	if (f) {
+		if (!fgets(boot, sizeof(boot), f))
+			boot[0] = '\0';
+		fclose(f);
+		boot[strcspn(boot, "\n")] = '\0';
+	}
+	if (!boot[0])
+		gethostname(boot, sizeof(boot) - 1);
+	if (stat("/proc/self/ns/net", &st) != 0)
+		st.st_ino = 0;
+	snprintf(buf, len, "%s/net:%llu", boot,
+		 (unsigned long long)st.st_ino);
+}
+
 void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p)
 {
@@ -83,6 +110,7 @@ void psc_boot_record_init(struct psc_boot_record *rec,
 	snprintf(rec->version, sizeof(rec->version), "%s", ps_comm_version());
 	psc_params_agree_text(p, rec->agree, sizeof(rec->agree));
 	gethostname(rec->host, sizeof(rec->host) - 1);
+	psc_boot_node_id(p, rec->node, sizeof(rec->node));
 }
 
 /* Serialise as "key=value\n" lines, a blank line, then the address. */
@@ -90,16 +118,17 @@ size_t psc_boot_record_encode(const struct psc_boot_record *rec, uint8_t *buf,
 			      size_t len)
 {
 	int n = snprintf((char *)buf, len, "v=%s\nprov=%s\nfmt=%s\nctx=%s\n"
-			 "hash=%016llx\nagree=%s\nhost=%s\nlive=%s\n"
-			 "addrlen=%zu\n\n",
+			 "hash=%016llx\nagree=%s\nhost=%s\nnode=%s\n"
+			 "live=%s\naddrlen=%zu\nshmlen=%zu\n\n",
 			 rec->version, rec->provider, rec->addr_format, rec->ctx,
 			 (unsigned long long)rec->hash, rec->agree, rec->host,
-			 rec->live, rec->addrlen);
+			 rec->node, rec->live, rec->addrlen, rec->shmlen);
 
-	if (n < 0 || (size_t)n + rec->addrlen > len)
+	if (n < 0 || (size_t)n + rec->addrlen + rec->shmlen > len)
 		return 0;
 	memcpy(buf + n, rec->addr, rec->addrlen);
-	return (size_t)n + rec->addrlen;
+	memcpy(buf + n + rec->addrlen, rec->shm, rec->shmlen);
+	return (size_t)n + rec->addrlen + rec->shmlen;
 }
 
 /* Copy the value of "key=" from the header text into out. */
@@ -151,6 +180,7 @@ bool psc_boot_record_decode(const uint8_t *buf, size_t len,
 	    !rec_field(text, "ctx", rec->ctx, sizeof(rec->ctx)) ||
 	    !rec_field(text, "agree", rec->agree, sizeof(rec->agree)) ||
 	    !rec_field(text, "host", rec->host, sizeof(rec->host)) ||
+	    !rec_field(text, "node", rec->node, sizeof(rec->node)) ||
 	    !rec_field(text, "live", rec->live, sizeof(rec->live)) ||
 	    !rec_field(text, "hash", num, sizeof(num)))
 		return false;
@@ -158,10 +188,15 @@ bool psc_boot_record_decode(const uint8_t *buf, size_t len,
 	if (!rec_field(text, "addrlen", num, sizeof(num)))
 		return false;
 	rec->addrlen = strtoul(num, NULL, 10);
+	if (!rec_field(text, "shmlen", num, sizeof(num)))
+		return false;
+	rec->shmlen = strtoul(num, NULL, 10);
 	if (rec->addrlen == 0 || rec->addrlen > sizeof(rec->addr) ||
-	    tlen + 1 + rec->addrlen != len)
+	    rec->shmlen > sizeof(rec->shm) || !rec->node[0] ||
+	    tlen + 1 + rec->addrlen + rec->shmlen != len)
 		return false;
 	memcpy(rec->addr, sep + 2, rec->addrlen);
+	memcpy(rec->shm, sep + 2 + rec->addrlen, rec->shmlen);
 	return true;
 }
 
@@ -367,7 +402,7 @@ static int gather(const struct psc_boot_plan *b, struct psc_store *s,
 			return -EPROTO;
 		}
 		free(val);
-		*local += strcmp(them.host, me->host) == 0;
+		*local += strcmp(them.node, me->node) == 0;
 		if (!rec_agree(me, &them, r, err, sizeof(err))) {
 			snprintf(s->err, sizeof(s->err), "%s", err);
 			return -EBADE;

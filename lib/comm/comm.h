@@ -22,6 +22,10 @@ struct ps_comm {
 	struct psc_live *live; /* the world's liveness monitor, or NULL */
 	int *world;	       /* rank -> world rank (with live) */
 	bool owns_live;	       /* the world communicator: it leaves */
+	int *node_of;	       /* rank -> node, numbered by lowest rank */
+	int nnodes;
+	int local_rank;	       /* this rank among its node's ranks */
+	int local_size;
 	struct psc_params params;
 	uint32_t coll_seq;     /* collectives started on this communicator */
 	double op_timeout;     /* seconds, 0 = none */
@@ -81,6 +85,13 @@ static inline int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
 
 	return psc_comm_result(c, rc, status, words, what);
 }
+
+/*
+ * Fill c's node map from raw (rank -> any node label, n = c->ch.size):
+ * nodes renumbered in the order of their lowest rank, c's local rank and
+ * count. Returns 0 or -ENOMEM.
+ */
+int psc_comm_set_nodes(struct ps_comm *c, const int *raw);
 
 /*
  * A communicator over the ranks of parent listed in ranks (n of them, in

@@ -65,7 +65,7 @@ static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 /*
  * Busy-polling only pays when every rank has a core. Like MPI's
  * yield-when-idle, PS_COMM_SPIN_US=-1 spins 200 us, or not at all when
- * this host runs more ranks (local) than the cores this process may use.
+ * this node runs more ranks (local) than the cores this process may use.
  */
 static void spin_policy(struct ps_comm *c, int local)
 {
@@ -78,48 +78,139 @@ static void spin_policy(struct ps_comm *c, int local)
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		cpus = CPU_COUNT(&set);
 	us = cpus > 0 && local > cpus ? 0 : 200;
-	psc_ep_set_spin(c->ch.ep, us);
-	psc_log(PSC_LOG_INFO, c->ch.rank, "%d ranks on this host, %d cores: "
+	for (int i = 0; i < c->ch.npaths; i++)
+		psc_ep_set_spin(c->ch.path[i].ep, us);
+	psc_log(PSC_LOG_INFO, c->ch.rank, "%d ranks on this node, %d cores: "
 		"blocking calls %s", local, cpus,
 		us ? "spin 200 us, then yield" : "yield at once");
 }
 
 /*
- * A peer's record: its address goes into the AV at its rank, its
- * liveness part to the monitor.
+ * How a world communicator reaches its peers: FI_PROVIDER naming one
+ * provider sends everything over it, as asked; PS_COMM_INTRA=net sends
+ * everything over the best network provider; otherwise node-local peers
+ * use shm and the others the network (FAB_NODE).
+ */
+enum fabrics { FAB_ONE, FAB_NET, FAB_NODE };
+
+static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
+{
+	const char *fp = getenv("FI_PROVIDER");
+	const char *intra = c->params.intra;
+	bool one = fp && *fp && !strpbrk(fp, ",^");
+
+	if (strcmp(intra, "auto") != 0 && strcmp(intra, "shm") != 0 &&
+	    strcmp(intra, "net") != 0) {
+		psc_comm_set_error(c, "PS_COMM_INTRA=%s: use auto, shm or net",
+				   intra);
+		return PS_COMM_ERR_CONFIG;
+	}
+	if (one && strcmp(intra, "shm") == 0 && strcmp(fp, "shm") != 0)
+		psc_log(PSC_LOG_WARN, c->ch.rank, "PS_COMM_INTRA=shm ignored: "
+			"FI_PROVIDER=%s names one provider, so every peer, "
+			"node-local or not, uses it (unset FI_PROVIDER for shm "
+			"inside nodes)", fp);
+	*mode = one ? FAB_ONE : strcmp(intra, "net") == 0 ? FAB_NET : FAB_NODE;
+	return 0;
+}
+
+/* What the record exchange of a bootstrap builds up. */
+struct boot_ctx {
+	struct ps_comm *c;
+	const struct psc_boot_record *me;
+	struct psc_ep *shm;	/* a pair's shared-memory endpoint (path 1) */
+	int *raw;		/* rank -> index into ids */
+	char (*ids)[96];	/* distinct node identities */
+	int nids;
+	int used[2];		/* ranks served by each path */
+};
+
+/* The index of node identity id among those seen, adding it. */
+static int node_index(struct boot_ctx *b, const char *id)
+{
+	for (int i = 0; i < b->nids; i++)
+		if (strcmp(b->ids[i], id) == 0)
+			return i;
+	snprintf(b->ids[b->nids], sizeof(b->ids[0]), "%s", id);
+	return b->nids++;
+}
+
+/*
+ * Where rank r goes: a pair sends to a rank of this node that has a
+ * shared-memory address over shm (path 1), to any other over the
+ * network (path 0); a single endpoint serves all, unless it is shm and
+ * r is elsewhere. Both ends of every link decide alike.
+ */
+static int peer_path(struct boot_ctx *b, int r,
+		     const struct psc_boot_record *rec, char *err, size_t len)
+{
+	bool same = strcmp(rec->node, b->me->node) == 0;
+	struct ps_comm *c = b->c;
+
+	if (b->shm)
+		return same && rec->shmlen ? 1 : 0;
+	if (!same && psc_ep_caps(c->ch.ep)->link == PSC_LINK_SHM) {
+		snprintf(err, len, "rank %d (%s) is on another node (%s, this "
+			 "one is %s) and %s cannot reach it: set FI_PROVIDER "
+			 "to a network provider, or unset it (shm inside "
+			 "nodes, the network between them)", r, rec->host,
+			 rec->node, b->me->node, c->provider);
+		return -EHOSTUNREACH;
+	}
+	return 0;
+}
+
+/*
+ * A peer's record: its address goes into the AV of its path at its
+ * rank, its node into the node map, its liveness part to the monitor.
  */
 static int add_peer(void *arg, int r, const struct psc_boot_record *rec,
 		    char *err, size_t len)
 {
-	struct ps_comm *c = arg;
-	int rc = c->live ? psc_live_peer(c->live, r, rec->host, rec->live, err,
-					 len)
-			 : 0;
+	struct boot_ctx *b = arg;
+	struct ps_comm *c = b->c;
+	int path = peer_path(b, r, rec, err, len);
+	int rc = path < 0 ? path
+		 : c->live ? psc_live_peer(c->live, r, rec->host, rec->live,
+					   err, len)
+			   : 0;
 
 	if (rc)
 		return rc;
-	rc = psc_ep_av_insert(c->ch.ep, rec->addr, &c->ch.peers[r]);
-
-	psc_log(PSC_LOG_DEBUG, c->ch.rank, "rank %d on %s: fi_addr %llu", r,
-		rec->host, (unsigned long long)c->ch.peers[r]);
+	b->raw[r] = node_index(b, rec->node);
+	b->used[path]++;
+	if (c->ch.via)
+		c->ch.via[r] = (uint8_t)path;
+	rc = psc_ep_av_insert(c->ch.path[path].ep, path ? rec->shm : rec->addr,
+			      &c->ch.peers[r]);
+	psc_log(PSC_LOG_DEBUG, c->ch.rank, "rank %d on %s (node %d): %s "
+		"fi_addr %llu", r, rec->host, b->raw[r],
+		psc_ep_provider(c->ch.path[path].ep),
+		(unsigned long long)c->ch.peers[r]);
 	if (rc)
 		snprintf(err, len, "fi_av_insert of rank %d (%s) failed: %s",
 			 r, rec->host, psc_fab_strerror(-rc));
 	return rc;
 }
 
-/* This rank's record: the bootstrap's part plus the endpoint's. */
-static void my_record(const struct ps_comm *c, struct psc_boot_record *rec)
+/* This rank's record: the bootstrap's part plus the endpoints'. */
+static void my_record(const struct ps_comm *c, const struct psc_ep *shm,
+		      struct psc_boot_record *rec)
 {
 	const void *name;
 
 	psc_boot_record_init(rec, &c->params);
-	snprintf(rec->provider, sizeof(rec->provider), "%s", c->provider);
+	snprintf(rec->provider, sizeof(rec->provider), "%s",
+		 psc_ep_provider(c->ch.ep));
 	snprintf(rec->addr_format, sizeof(rec->addr_format), "%u",
 		 psc_ep_addr_format(c->ch.ep));
 	snprintf(rec->ctx, sizeof(rec->ctx), "%u", c->ch.ctx);
 	name = psc_ep_name(c->ch.ep, &rec->addrlen);
 	memcpy(rec->addr, name, rec->addrlen);
+	if (shm) {
+		name = psc_ep_name(shm, &rec->shmlen);
+		memcpy(rec->shm, name, rec->shmlen);
+	}
 	if (c->live)
 		psc_live_self(c->live, rec->live, sizeof(rec->live));
 }
@@ -149,13 +240,23 @@ static int live_open(struct ps_comm *c, const struct psc_boot_plan *plan,
 	return psc_live_open(&c->live, &cfg, err, len);
 }
 
+/* Watch c's ranks on each of its endpoints (for the watchdog and shm). */
+static int live_watch_chan(struct psc_live *l, struct ps_comm *c)
+{
+	int rc = 0;
+
+	for (int i = 0; i < c->ch.npaths && !rc; i++)
+		rc = psc_live_watch(l, c->ch.path[i].ep, &c->ch, c->ch.ctx,
+				    c->world, c->ch.peers, c->ch.size);
+	return rc;
+}
+
 static int live_start(struct ps_comm *c, char *err, size_t len)
 {
 	int rc = psc_live_start(c->live, err, len);
 
 	if (!rc)
-		rc = psc_live_watch(c->live, c->ch.ep, &c->ch, c->ch.ctx,
-				    c->world, c->ch.peers, c->ch.size);
+		rc = live_watch_chan(c->live, c);
 	/* The watch holds the monitor now (or nothing does). */
 	psc_live_release(c->live);
 	if (rc)
@@ -182,16 +283,106 @@ static void warn_no_key(const struct ps_comm *c,
 		"for you; doc/security.md)");
 }
 
+/*
+ * Open c's endpoints for mode: one (ANY or NET role), or for FAB_NODE
+ * the pair, either half of which may be missing; *shm receives the
+ * pair's shm endpoint when both opened. Returns 0 or PS_COMM_ERR_*.
+ */
+static int open_endpoints(struct ps_comm *c, enum fabrics mode,
+			  struct psc_ep_config *cfg, struct psc_ep **shm)
+{
+	struct psc_ep *ep = NULL, *net = NULL;
+	char err[1024];
+	int rc;
+
+	*shm = NULL;
+	cfg->role = mode == FAB_NET ? PSC_ROLE_NET : PSC_ROLE_ANY;
+	if (mode == FAB_NODE) {
+		rc = psc_ep_acquire_pair(&net, shm, cfg, &c->ch.ctx, err,
+					 sizeof(err));
+		ep = net ? net : *shm;
+		if (!net)
+			*shm = NULL;
+	} else {
+		rc = psc_ep_acquire(&ep, cfg, &c->ch.ctx, err, sizeof(err));
+	}
+	if (rc) {
+		psc_comm_set_error(c, "%s", err);
+		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
+	}
+	psc_chan_bind(&c->ch, ep, *shm);
+	if (*shm) {
+		c->ch.via = calloc((size_t)c->ch.size, sizeof(*c->ch.via));
+		if (!c->ch.via)
+			return PS_COMM_ERR_NOMEM;
+	}
+	return 0;
+}
+
+/*
+ * After the exchange: a pair whose one path serves nobody becomes a
+ * single endpoint (all ranks on one node: shm only), and c's name for
+ * its fabrics is set.
+ */
+static void settle_paths(struct ps_comm *c, struct boot_ctx *b)
+{
+	const char *net = psc_ep_provider(c->ch.ep);
+
+	if (b->shm && (!b->used[0] || !b->used[1])) {
+		struct psc_ep *keep = b->used[0] ? c->ch.ep : b->shm;
+		struct psc_ep *drop = keep == b->shm ? c->ch.ep : b->shm;
+
+		free(c->ch.via);
+		c->ch.via = NULL;
+		psc_chan_bind(&c->ch, keep, NULL);
+		psc_ep_release(drop);
+		b->shm = NULL;
+	}
+	if (b->shm)
+		snprintf(c->provider, sizeof(c->provider), "shm+%s", net);
+	else
+		snprintf(c->provider, sizeof(c->provider), "%s",
+			 psc_ep_provider(c->ch.ep));
+	psc_log(c->ch.rank == 0 ? PSC_LOG_INFO : PSC_LOG_DEBUG, c->ch.rank,
+		"fabrics: %s (%d nodes; %s)", c->provider, c->nnodes,
+		b->shm ? "shm inside nodes, the network between them"
+		       : "one provider for every peer");
+}
+
+/* The bootstrap's record exchange, with b's node map filled. */
+static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
+		    struct boot_ctx *b, int *local, char *err, size_t len)
+{
+	int rc;
+
+	b->raw = calloc((size_t)c->ch.size, sizeof(*b->raw));
+	b->ids = calloc((size_t)c->ch.size, sizeof(*b->ids));
+	if (!b->raw || !b->ids)
+		return -ENOMEM;
+	if (strcmp(plan->spec, "none") == 0) {
+		/* One rank, no rendezvous. */
+		*local = 1;
+		return add_peer(b, 0, b->me, err, len);
+	}
+	rc = psc_boot_exchange(plan, b->me, add_peer, b, local, err, len);
+	if (!rc)
+		warn_no_key(c, plan, *local);
+	return rc;
+}
+
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 {
 	struct psc_boot_plan plan;
-	struct psc_ep_config cfg = {&c->params, NULL, 0};
+	struct psc_ep_config cfg = {&c->params, NULL, 0, PSC_ROLE_ANY, false};
 	struct psc_boot_record me;
-	struct psc_ep *ep;
+	struct boot_ctx b = {.c = c, .me = &me};
+	enum fabrics mode;
 	char err[1024];
 	int rc, local = 0;
 
 	rc = rank_size(c, attr);
+	if (!rc)
+		rc = fabric_mode(c, &mode);
 	if (rc)
 		return rc;
 	cfg.rank = c->ch.rank;
@@ -204,12 +395,9 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	c->ch.peers = calloc((size_t)c->ch.size, sizeof(*c->ch.peers));
 	if (!c->ch.peers)
 		return PS_COMM_ERR_NOMEM;
-	rc = psc_ep_acquire(&ep, &cfg, &c->ch.ctx, err, sizeof(err));
-	if (rc) {
-		psc_comm_set_error(c, "%s", err);
-		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
-	}
-	psc_chan_bind(&c->ch, ep);
+	rc = open_endpoints(c, mode, &cfg, &b.shm);
+	if (rc)
+		return rc;
 	snprintf(c->provider, sizeof(c->provider), "%s",
 		 psc_ep_provider(c->ch.ep));
 	if (strcmp(plan.spec, "none") != 0 &&
@@ -217,15 +405,14 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 		psc_comm_set_error(c, "%s", err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_SYSTEM;
 	}
-	my_record(c, &me);
-	if (strcmp(plan.spec, "none") == 0)
-		return psc_ep_av_insert(c->ch.ep, me.addr, &c->ch.peers[0])
-			       ? PS_COMM_ERR_PROVIDER
-			       : 0;
-	rc = psc_boot_exchange(&plan, &me, add_peer, c, &local, err,
-			       sizeof(err));
+	my_record(c, b.shm, &me);
+	rc = exchange(c, &plan, &b, &local, err, sizeof(err));
 	if (!rc)
-		warn_no_key(c, &plan, local);
+		rc = psc_comm_set_nodes(c, b.raw);
+	free(b.raw);
+	free(b.ids);
+	if (!rc)
+		settle_paths(c, &b);
 	if (!rc && c->live) {
 		psc_live_set_key(c->live, &plan.key);
 		rc = live_start(c, err, sizeof(err));
@@ -236,10 +423,45 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 		c->live = NULL;
 	}
 	if (rc) {
-		psc_comm_set_error(c, "%s", err);
-		return bootstrap_err(rc);
+		psc_comm_set_error(c, "%s", rc == -ENOMEM ? "out of memory"
+							  : err);
+		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : bootstrap_err(rc);
 	}
 	spin_policy(c, local);
+	return 0;
+}
+
+int psc_comm_set_nodes(struct ps_comm *c, const int *raw)
+{
+	int n = c->ch.size;
+	int *label = malloc((size_t)n * sizeof(*label));
+
+	free(c->node_of);
+	c->node_of = calloc((size_t)n, sizeof(*c->node_of));
+	if (!label || !c->node_of) {
+		free(label);
+		return -ENOMEM;
+	}
+	c->nnodes = 0;
+	c->local_rank = c->local_size = 0;
+	for (int r = 0; r < n; r++) {
+		int k;
+
+		/* label[i]: the raw value of node i, in order of first rank. */
+		for (k = 0; k < c->nnodes && label[k] != raw[r]; k++)
+			;
+		if (k == c->nnodes)
+			label[c->nnodes++] = raw[r];
+		c->node_of[r] = k;
+	}
+	for (int r = 0; r < n; r++) {
+		if (c->node_of[r] != c->node_of[c->ch.rank])
+			continue;
+		if (r < c->ch.rank)
+			c->local_rank++;
+		c->local_size++;
+	}
+	free(label);
 	return 0;
 }
 
@@ -247,6 +469,7 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 			int me, uint32_t ctx, struct ps_comm **out)
 {
 	struct ps_comm *c = calloc(1, sizeof(*c));
+	int *raw, rc;
 
 	if (!c)
 		return PS_COMM_ERR_NOMEM;
@@ -256,25 +479,37 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 		psc_comm_free(c);
 		return PS_COMM_ERR_NOMEM;
 	}
+	raw = malloc((size_t)n * sizeof(*raw));
+	if (parent->ch.via)
+		c->ch.via = malloc((size_t)n * sizeof(*c->ch.via));
+	if (!raw || (parent->ch.via && !c->ch.via)) {
+		free(raw);
+		psc_comm_free(c);
+		return PS_COMM_ERR_NOMEM;
+	}
 	for (int i = 0; i < n; i++) {
 		c->ch.peers[i] = parent->ch.peers[ranks[i]];
 		c->world[i] = parent->world ? parent->world[ranks[i]] : -1;
+		raw[i] = parent->node_of ? parent->node_of[ranks[i]] : 0;
+		if (c->ch.via)
+			c->ch.via[i] = parent->ch.via[ranks[i]];
 	}
-	psc_chan_bind(&c->ch, parent->ch.ep);
+	psc_chan_bind(&c->ch, parent->ch.ep,
+		      parent->ch.npaths > 1 ? parent->ch.path[1].ep : NULL);
 	c->ch.rank = me;
 	c->ch.size = n;
 	c->ch.ctx = ctx;
 	c->params = parent->params;
 	c->op_timeout = parent->op_timeout;
 	memcpy(c->provider, parent->provider, sizeof(c->provider));
-	if (parent->live &&
-	    psc_live_watch(parent->live, c->ch.ep, &c->ch, ctx, c->world,
-			   c->ch.peers, n) != 0) {
+	rc = psc_comm_set_nodes(c, raw);
+	free(raw);
+	if (rc || (parent->live && live_watch_chan(parent->live, c) != 0)) {
 		psc_comm_free(c);
 		return PS_COMM_ERR_NOMEM;
 	}
 	c->live = parent->live;
-	psc_ep_hold(c->ch.ep);
+	psc_chan_hold(&c->ch);
 	*out = c;
 	return 0;
 }
@@ -283,9 +518,11 @@ void psc_comm_free(struct ps_comm *c)
 {
 	if (c->live)
 		psc_live_unwatch(c->live, &c->ch);
-	if (c->ch.ep)
-		psc_ep_forget_owner(c->ch.ep, &c->ch);
+	for (int i = 0; i < c->ch.npaths; i++)
+		psc_ep_forget_owner(c->ch.path[i].ep, &c->ch);
+	free(c->node_of);
 	free(c->world);
+	free(c->ch.via);
 	free(c->ch.peers);
 	free(c);
 }

@@ -159,12 +159,12 @@ static void log_settings(const struct ps_comm *c)
 /* Report an init failure on stderr-level log and free c. */
 static int init_fail(struct ps_comm *c, int rc)
 {
-	struct psc_ep *ep = c->ch.ep;
+	struct psc_chan ch = c->ch;
 
 	psc_log(PSC_LOG_ERROR, c->ch.rank, "ps_comm_init failed: %s: %s",
 		ps_comm_strerror(rc), c->last_error);
 	psc_comm_free(c);
-	psc_ep_release(ep);
+	psc_chan_release(&ch);
 	return rc;
 }
 
@@ -247,6 +247,7 @@ static int finalize_barrier(struct ps_comm *c, double deadline)
  */
 int ps_comm_finalize(ps_comm_t c)
 {
+	struct psc_chan ch;
 	struct psc_ep *ep;
 	bool failed;
 	int rc = 0;
@@ -267,8 +268,9 @@ int ps_comm_finalize(ps_comm_t c)
 	if (!failed && !rc && c->owns_live)
 		psc_live_leave(c->live);
 	psc_ep_cancel_owner(ep, &c->ch, -FI_ECANCELED);
+	ch = c->ch;
 	psc_comm_free(c);
-	psc_ep_release(ep);
+	psc_chan_release(&ch);
 	return rc;
 }
 

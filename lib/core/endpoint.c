@@ -100,10 +100,11 @@ static void ep_key(const struct psc_ep_config *cfg, char *key, size_t len)
 {
 	const char *filter = getenv("FI_PROVIDER");
 
-	snprintf(key, len, "prov=%s;if=%s;max=%zu;spin=%g;sw=%d",
-		 filter ? filter : "", cfg->iface ? cfg->iface->addrstr : "",
+	snprintf(key, len, "prov=%s;role=%d;if=%s;max=%zu;spin=%g;sw=%d/%d",
+		 filter ? filter : "", (int)cfg->role,
+		 cfg->iface ? cfg->iface->addrstr : "",
 		 cfg->params->max_msg_size, cfg->params->spin_us,
-		 cfg->params->sw_match);
+		 cfg->params->sw_match, (int)cfg->sw_match);
 }
 
 /* Queue depths and message limits that follow from the caps. */
@@ -127,6 +128,9 @@ static void ep_limits(struct psc_ep *ep)
 /* Free every request left; no completion can arrive any more. */
 static void free_requests(struct psc_ep *ep)
 {
+	pthread_mutex_lock(ep->lock);
+	psc_sw_forget(ep);
+	pthread_mutex_unlock(ep->lock);
 	/* A child goes with its parent, which would keep a dangling link. */
 	while (ep->live) {
 		struct ps_comm_request *r = ep->live;
@@ -135,6 +139,42 @@ static void free_requests(struct psc_ep *ep)
 			r = r->parent;
 		psc_req_free(r);
 	}
+}
+
+/* A new endpoint's own lock and matching queues. */
+static struct psc_ep_shared *shared_new(void)
+{
+	struct psc_ep_shared *sh = calloc(1, sizeof(*sh));
+
+	if (!sh)
+		return NULL;
+	pthread_mutex_init(&sh->lock, NULL);
+	sh->refs = 1;
+	return sh;
+}
+
+/*
+ * ep leaves what it shares: its partner (if any) forgets it, the
+ * arrivals that came on it go, and the last endpoint frees the rest.
+ */
+static void shared_drop(struct psc_ep *ep)
+{
+	struct psc_ep_shared *sh = ep->sh;
+	bool last;
+
+	pthread_mutex_lock(ep->lock);
+	if (ep->pair)
+		__atomic_store_n(&ep->pair->pair, NULL, __ATOMIC_RELEASE);
+	psc_sw_drop_unexp(sh, ep);
+	pthread_mutex_unlock(ep->lock);
+	pthread_mutex_lock(&eps_lock);
+	last = --sh->refs == 0;
+	pthread_mutex_unlock(&eps_lock);
+	if (!last)
+		return;
+	psc_sw_drop_unexp(sh, NULL);
+	pthread_mutex_destroy(&sh->lock);
+	free(sh);
 }
 
 /* Close everything in libfabric's order and free ep. */
@@ -176,7 +216,7 @@ static void ep_close(struct psc_ep *ep)
 	psc_fail_close(ep);
 	pthread_mutex_destroy(&ep->fail_lock);
 	pthread_mutex_destroy(&ep->src_lock);
-	pthread_mutex_destroy(&ep->lock);
+	shared_drop(ep);
 	free(ep);
 }
 
@@ -186,9 +226,13 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 	struct psc_ep *ep = calloc(1, sizeof(*ep));
 	int rc;
 
-	if (!ep)
+	if (ep)
+		ep->sh = shared_new();
+	if (!ep || !ep->sh) {
+		free(ep);
 		return -ENOMEM;
-	pthread_mutex_init(&ep->lock, NULL);
+	}
+	ep->lock = &ep->sh->lock;
 	pthread_mutex_init(&ep->src_lock, NULL);
 	pthread_mutex_init(&ep->fail_lock, NULL);
 	ep->spin_us = cfg->params->spin_us;
@@ -196,7 +240,7 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 	if (rc) {
 		pthread_mutex_destroy(&ep->fail_lock);
 		pthread_mutex_destroy(&ep->src_lock);
-		pthread_mutex_destroy(&ep->lock);
+		shared_drop(ep);
 		free(ep);
 		return rc;
 	}
@@ -241,10 +285,130 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
 		snprintf(ep->key, sizeof(ep->key), "%s", key);
 		ep_register(ep);
 	}
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	*ctx = ep->next_ctx++ & ((1u << PSC_TAG_CTX_BITS) - 1);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	*out = ep;
+	return 0;
+}
+
+/*
+ * Make a and b (just opened, unshared, no traffic yet) one pair: b takes
+ * a's lock and matching queues, both take the narrower tag layout, and
+ * each progresses the other. False when they cannot pair: both must
+ * match first messages in software, so that one queue of receives
+ * serves both fabrics.
+ */
+static bool ep_pair(struct psc_ep *a, struct psc_ep *b)
+{
+	struct psc_ep_shared *old = b->sh;
+
+	if (!a->fab.caps.sw_match || !b->fab.caps.sw_match)
+		return false;
+	if (b->tl.usable_bits < a->tl.usable_bits)
+		a->tl = b->tl;
+	else
+		b->tl = a->tl;
+	pthread_mutex_lock(&eps_lock);
+	a->sh->refs++;
+	old->refs--;
+	pthread_mutex_unlock(&eps_lock);
+	/* Nothing can have arrived: no peer knows b's address yet. */
+	pthread_mutex_destroy(&old->lock);
+	free(old);
+	b->sh = a->sh;
+	b->lock = a->lock;
+	a->pair = b;
+	b->pair = a;
+	a->next_ctx = b->next_ctx = PSC_MAX(a->next_ctx, b->next_ctx);
+	return true;
+}
+
+/* Open an endpoint of role for a pair and register it under key. */
+static int pair_open(struct psc_ep **out, const struct psc_ep_config *cfg,
+		     enum psc_ep_role role, char *err, size_t len)
+{
+	struct psc_ep_config c = *cfg;
+	char key[160];
+	int rc;
+
+	c.role = role;
+	c.sw_match = true;
+	rc = ep_open(out, &c, err, len);
+	if (rc)
+		return rc;
+	ep_key(&c, key, sizeof(key));
+	snprintf((*out)->key, sizeof((*out)->key), "pair:%s", key);
+	ep_register(*out);
+	return 0;
+}
+
+/* A pair opened before with these settings, with its refs raised. */
+static bool find_pair(const struct psc_ep_config *cfg, struct psc_ep **net,
+		      struct psc_ep **shm)
+{
+	struct psc_ep_config c = *cfg;
+	char key[160], k[168];
+
+	c.sw_match = true;
+	c.role = PSC_ROLE_NET;
+	ep_key(&c, key, sizeof(key));
+	snprintf(k, sizeof(k), "pair:%s", key);
+	*net = find_shared(k);
+	c.role = PSC_ROLE_SHM;
+	ep_key(&c, key, sizeof(key));
+	snprintf(k, sizeof(k), "pair:%s", key);
+	*shm = find_shared(k);
+	if (*net && *shm && (*net)->pair == *shm)
+		return true;
+	psc_ep_release(*net);
+	psc_ep_release(*shm);
+	*net = *shm = NULL;
+	return false;
+}
+
+int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
+			const struct psc_ep_config *cfg, uint32_t *ctx,
+			char *err, size_t len)
+{
+	char why[512];
+	int rn, rs;
+
+	if (!find_pair(cfg, net, shm)) {
+		rn = pair_open(net, cfg, PSC_ROLE_NET, err, len);
+		rs = pair_open(shm, cfg, PSC_ROLE_SHM, why, sizeof(why));
+		if (rn && rs)
+			return rn;
+		if (rs) {
+			*shm = NULL;
+			psc_log(PSC_LOG_INFO, cfg->rank, "no shared memory "
+				"endpoint (%s): node-local peers use %s", why,
+				psc_ep_provider(*net));
+		} else if (rn) {
+			*net = NULL;
+			psc_log(PSC_LOG_INFO, cfg->rank, "no network endpoint "
+				"(%s): this rank reaches only its own node",
+				err);
+		} else if (!ep_pair(*net, *shm)) {
+			psc_log(PSC_LOG_INFO, cfg->rank, "%s cannot match "
+				"messages in software, so it cannot share one "
+				"receive queue with shm: node-local peers use "
+				"it too", psc_ep_provider(*net));
+			psc_ep_release(*shm);
+			*shm = NULL;
+		}
+	}
+	/* Either one, or both (paired: one lock, one context id). */
+	{
+		struct psc_ep *e = *net ? *net : *shm;
+
+		pthread_mutex_lock(e->lock);
+		*ctx = e->next_ctx & ((1u << PSC_TAG_CTX_BITS) - 1);
+		e->next_ctx++;
+		if (e->pair)
+			e->pair->next_ctx = e->next_ctx;
+		pthread_mutex_unlock(e->lock);
+	}
 	return 0;
 }
 
@@ -275,42 +439,45 @@ uint32_t psc_ep_ctx_next(struct psc_ep *ep)
 {
 	uint32_t ctx;
 
-	pthread_mutex_lock(&ep->lock);
-	ctx = ep->next_ctx;
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
+	ctx = ep->pair ? PSC_MAX(ep->next_ctx, ep->pair->next_ctx)
+		       : ep->next_ctx;
+	pthread_mutex_unlock(ep->lock);
 	return ctx;
 }
 
 void psc_ep_ctx_reserve(struct psc_ep *ep, uint32_t ctx)
 {
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	ep->next_ctx = ctx + 1;
-	pthread_mutex_unlock(&ep->lock);
+	if (ep->pair)
+		ep->pair->next_ctx = ctx + 1;
+	pthread_mutex_unlock(ep->lock);
 }
 
 int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *out)
 {
 	int rc;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	rc = psc_fab_av_insert(&ep->fab, addr, out);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return rc;
 }
 
 void psc_ep_lock(struct psc_ep *ep)
 {
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 }
 
 void psc_ep_unlock(struct psc_ep *ep)
 {
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 }
 
 pthread_mutex_t *psc_ep_mutex(struct psc_ep *ep)
 {
-	return &ep->lock;
+	return ep->lock;
 }
 
 const struct psc_caps *psc_ep_caps(const struct psc_ep *ep)
@@ -372,9 +539,9 @@ int psc_ep_post_first(struct psc_ep *ep, struct ps_comm_request *r)
 	return psc_ep_post(ep, r);
 }
 
-void psc_ep_cancel_owner(struct psc_ep *ep, const void *owner, int err)
+/* psc_ep_cancel_owner's work on one endpoint. Lock held. */
+static void cancel_owner(struct psc_ep *ep, const void *owner, int err)
 {
-	pthread_mutex_lock(&ep->lock);
 	for (struct ps_comm_request *r = ep->live; r; r = r->live_next) {
 		/* A generic request fails through its cancelled pieces. */
 		if (r->owner != owner || r->parent || psc_req_done(r) ||
@@ -385,5 +552,13 @@ void psc_ep_cancel_owner(struct psc_ep *ep, const void *owner, int err)
 		psc_req_cancel_tree(r);
 	}
 	psc_progress(ep);
-	pthread_mutex_unlock(&ep->lock);
+}
+
+void psc_ep_cancel_owner(struct psc_ep *ep, const void *owner, int err)
+{
+	pthread_mutex_lock(ep->lock);
+	cancel_owner(ep, owner, err);
+	if (ep->pair)
+		cancel_owner(ep->pair, owner, err);
+	pthread_mutex_unlock(ep->lock);
 }

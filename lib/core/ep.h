@@ -45,6 +45,22 @@ int psc_ep_acquire_exclusive(struct psc_ep **out,
 			     const struct psc_ep_config *cfg, char *err,
 			     size_t len);
 
+/*
+ * The endpoints of a node-aware communicator: *net on the best network
+ * provider (cfg's role ignored: PSC_ROLE_NET) and *shm on shared memory,
+ * made one pair, or the pair opened before with the same settings. A
+ * pair shares one lock, one queue of software-matched receives (so an
+ * ANY_SOURCE receive posted on either takes the first message of both
+ * fabrics, in posting order) and context ids, and progressing or
+ * waiting on one drives both. One of them is NULL when it cannot open
+ * or cannot pair (the network provider cannot match in software); the
+ * reason is logged. *ctx receives the context id. Returns 0, or when
+ * neither opens the network endpoint's error with words in err.
+ */
+int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
+			const struct psc_ep_config *cfg, uint32_t *ctx,
+			char *err, size_t len);
+
 /* One more hold on an open endpoint (a split communicator). */
 void psc_ep_hold(struct psc_ep *ep);
 
@@ -187,9 +203,10 @@ void psc_ep_with_sources(struct psc_ep *ep, void (*fn)(void *), void *arg);
  * Fail owner (a communicator whose peer died, or that was aborted): from
  * now on every wait on one of its requests that is not done ends with
  * err (internal code) and a copy of words, and psc_ep_owner_failed
- * reports it. The first failure of an owner wins. Never blocks on the
- * endpoint lock and never calls libfabric, so any thread may call it,
- * even while another one is stuck inside the provider.
+ * reports it. The first failure of an owner wins; on a pair it fails on
+ * both endpoints. Never blocks on the endpoint lock and never calls
+ * libfabric, so any thread may call it, even while another one is stuck
+ * inside the provider.
  */
 void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
 		       const char *words);

@@ -13,18 +13,33 @@
 #include "fabric/mr.h"
 
 /*
+ * What the endpoints of a pair share (psc_ep_acquire_pair): the lock, and
+ * the software-matching queues, so that the first message of either
+ * fabric meets the receives of both in one posting order. An endpoint
+ * alone has its own. refs (under eps_lock) counts the endpoints on it.
+ */
+struct psc_ep_shared {
+	pthread_mutex_t lock;
+	struct ps_comm_request *sw_posted; /* software-matched receives */
+	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
+	int refs;
+};
+
+/*
  * One endpoint: its libfabric objects (fab) and the engine state around
- * them. lock guards everything but the registry links, the source list
- * and the fields that never change after open.
+ * them. *lock guards everything but the registry links, the source list
+ * and the fields that never change after open; pair is the other
+ * endpoint of a pair (NULL: none), changed only under *lock and read
+ * atomically by the failure calls that take no lock.
  */
 struct psc_ep {
-	pthread_mutex_t lock;
+	pthread_mutex_t *lock;	       /* &sh->lock */
+	struct psc_ep_shared *sh;
+	struct psc_ep *pair;
 	struct psc_fab fab;
 	struct psc_tag_layout tl;
 	struct psc_req_queue txq, rxq; /* posts deferred by EAGAIN */
 	struct ps_comm_request *live;  /* every allocated request */
-	struct ps_comm_request *sw_posted; /* software-matched receives */
-	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
 	size_t sw_eager;		   /* largest untagged payload */
 	bool sw_tag_in_data;		   /* tag in CQ data, no header */
 	uint64_t sw_dropped;		   /* malformed arrivals dropped */
@@ -76,6 +91,13 @@ static inline void psc_prov_exit(struct psc_ep *ep)
 	__atomic_store_n(&ep->prov_seq, ep->prov_seq + 1, __ATOMIC_RELEASE);
 }
 
+/*
+ * Move r (not posted, no children) from its endpoint's live list to
+ * ep's, whose lock is the same (a pair): a receive matched in software
+ * by a message that arrived on ep continues there. Lock held.
+ */
+void psc_req_move(struct ps_comm_request *r, struct psc_ep *ep);
+
 /* Free the failed-owner records at close. */
 void psc_fail_close(struct psc_ep *ep);
 
@@ -114,10 +136,17 @@ struct psc_sw_unexp;
 /* Post the endpoint's bounce buffers (caps.sw_match). Returns 0/-errno. */
 int psc_sw_open(struct psc_ep *ep);
 /*
- * Free the bounce buffers and arrivals nobody received (at close, after
- * psc_fab_close dropped the buffers' registration).
+ * Free the bounce buffers (at close, after psc_fab_close dropped their
+ * registration).
  */
 void psc_sw_close(struct psc_ep *ep);
+/*
+ * Free the arrivals nobody received: those that came on ep (its
+ * endpoint closes, so the rest of their messages never comes), or all
+ * of them (ep NULL: the last endpoint on sh closes). Lock held or sh no
+ * longer shared.
+ */
+void psc_sw_drop_unexp(struct psc_ep_shared *sh, const struct psc_ep *ep);
 /*
  * Write r's tag and length into r->scratch for an untagged send (unused
  * when the tag travels as CQ data).
@@ -131,6 +160,11 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 		    const struct fi_cq_tagged_entry *ev);
 /* Match first receive r against kept arrivals, or queue it. Lock held. */
 void psc_sw_recv(struct psc_ep *ep, struct ps_comm_request *r);
+/*
+ * Take ep's receives out of the matching queue, which its partner keeps
+ * (ep closes, and its requests are freed). Lock held.
+ */
+void psc_sw_forget(struct psc_ep *ep);
 /* Withdraw a queued receive; true if it was queued. Lock held. */
 bool psc_sw_cancel(struct psc_ep *ep, struct ps_comm_request *r);
 

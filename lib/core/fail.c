@@ -45,13 +45,25 @@ static void add(struct psc_ep *ep, const void *owner, int err,
 	__atomic_add_fetch(&ep->fail_count, 1, __ATOMIC_RELEASE);
 }
 
-void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
-		       const char *words)
+/* psc_ep_fail_owner on one endpoint of a pair. */
+static void fail_one(struct psc_ep *ep, const void *owner, int err,
+		     const char *words)
 {
 	pthread_mutex_lock(&ep->fail_lock);
 	if (!find(ep, owner))
 		add(ep, owner, err, words);
 	pthread_mutex_unlock(&ep->fail_lock);
+}
+
+void psc_ep_fail_owner(struct psc_ep *ep, const void *owner, int err,
+		       const char *words)
+{
+	struct psc_ep *pair = __atomic_load_n(&ep->pair, __ATOMIC_ACQUIRE);
+
+	/* An owner on a pair fails on both: its requests live on either. */
+	fail_one(ep, owner, err, words);
+	if (pair)
+		fail_one(pair, owner, err, words);
 }
 
 void psc_ep_poison(struct psc_ep *ep)

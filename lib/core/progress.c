@@ -301,7 +301,8 @@ static void handle_cq_error(struct psc_ep *ep)
 	psc_req_complete(r, -err);
 }
 
-int psc_progress(struct psc_ep *ep)
+/* psc_progress on one endpoint of a pair. Lock held. */
+static int progress_one(struct psc_ep *ep)
 {
 	struct fi_cq_tagged_entry ev[CQ_BATCH];
 	int total = 0;
@@ -340,6 +341,16 @@ int psc_progress(struct psc_ep *ep)
 	return total;
 }
 
+int psc_progress(struct psc_ep *ep)
+{
+	int n = progress_one(ep), m;
+
+	if (!ep->pair)
+		return n;
+	m = progress_one(ep->pair);
+	return n < 0 ? n : m < 0 ? m : n + m;
+}
+
 void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 {
 	struct psc_req_queue *q = queue_of(ep, r);
@@ -367,6 +378,14 @@ static void backoff(unsigned idle)
 		psc_backoff_sleep(1e-6, 1e-3, idle - 16, false, 0);
 }
 
+static int run_sources(struct psc_ep *ep);
+
+/* Whether ep has sends in flight or waiting. Lock not needed. */
+static bool sending(const struct psc_ep *ep)
+{
+	return ep->posted[0] || ep->txq.head;
+}
+
 /* Block briefly on the CQ's wait object, or back off. */
 static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 {
@@ -384,7 +403,8 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 	 * send (tcp), with the short poll below bounding a wake-up that
 	 * never comes; without one, yields then sleeps.
 	 */
-	if ((ep->posted[0] || ep->txq.head) && !ep->lean_wait) {
+	if ((sending(ep) || (ep->pair && sending(ep->pair))) &&
+	    !ep->lean_wait) {
 		sched_yield();
 		return;
 	}
@@ -401,15 +421,20 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		sched_yield();
 		return;
 	}
+	/* A pair has two CQs to watch: poll both with backoff. */
+	if (ep->pair) {
+		backoff(idle);
+		return;
+	}
 	if (ep->fab.wait_mode == PSC_WAIT_FD) {
 		struct fid *f = &ep->fab.cq->fid;
 		int rc;
 
-		pthread_mutex_lock(&ep->lock);
+		pthread_mutex_lock(ep->lock);
 		psc_prov_enter(ep, "fi_trywait", FI_ADDR_UNSPEC);
 		rc = fi_trywait(ep->fab.fabric, &f, 1);
 		psc_prov_exit(ep);
-		pthread_mutex_unlock(&ep->lock);
+		pthread_mutex_unlock(ep->lock);
 		if (rc == 0) {
 			struct pollfd p = {.fd = ep->fab.wait_fd, .events = POLLIN};
 
@@ -422,7 +447,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		struct fi_cq_tagged_entry ev;
 		ssize_t n;
 
-		pthread_mutex_lock(&ep->lock);
+		pthread_mutex_lock(ep->lock);
 		psc_prov_enter(ep, "fi_cq_sread", FI_ADDR_UNSPEC);
 		n = fi_cq_sread(ep->fab.cq, &ev, 1, NULL, 1);
 		psc_prov_exit(ep);
@@ -430,7 +455,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 			handle_completion(ep, &ev);
 		else if (n == -FI_EAVAIL)
 			handle_cq_error(ep);
-		pthread_mutex_unlock(&ep->lock);
+		pthread_mutex_unlock(ep->lock);
 		return;
 	}
 	backoff(idle);
@@ -447,17 +472,17 @@ int psc_ep_progress(struct psc_ep *ep)
 {
 	int n;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	n = psc_progress(ep);
-	pthread_mutex_unlock(&ep->lock);
-	return (n > 0 ? n : 0) + psc_ep_run_sources(ep);
+	pthread_mutex_unlock(ep->lock);
+	return (n > 0 ? n : 0) + run_sources(ep);
 }
 
 void psc_ep_try_progress(struct psc_ep *ep)
 {
-	if (pthread_mutex_trylock(&ep->lock) == 0) {
+	if (pthread_mutex_trylock(ep->lock) == 0) {
 		psc_progress(ep);
-		pthread_mutex_unlock(&ep->lock);
+		pthread_mutex_unlock(ep->lock);
 	}
 }
 
@@ -534,6 +559,14 @@ int psc_ep_run_sources(struct psc_ep *ep)
 	return moved;
 }
 
+/* The sources of ep and of its partner. */
+static int run_sources(struct psc_ep *ep)
+{
+	struct psc_ep *pair = __atomic_load_n(&ep->pair, __ATOMIC_ACQUIRE);
+
+	return psc_ep_run_sources(ep) + (pair ? psc_ep_run_sources(pair) : 0);
+}
+
 void psc_ep_with_sources(struct psc_ep *ep, void (*fn)(void *), void *arg)
 {
 	pthread_mutex_lock(&ep->src_lock);
@@ -555,10 +588,10 @@ int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		double t;
 		int n;
 
-		pthread_mutex_lock(&ep->lock);
+		pthread_mutex_lock(ep->lock);
 		n = psc_progress(ep);
-		pthread_mutex_unlock(&ep->lock);
-		n += psc_ep_run_sources(ep);
+		pthread_mutex_unlock(ep->lock);
+		n += run_sources(ep);
 		if (done(arg))
 			return 0;
 		psc_ep_each_other(ep, progress_other);

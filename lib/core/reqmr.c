@@ -139,9 +139,9 @@ int psc_ep_mem_pin(struct psc_ep *ep, const void *buf, size_t len,
 {
 	int rc;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	rc = psc_mr_user_pin(ep->fab.mr, buf, len, out);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return rc;
 }
 
@@ -149,8 +149,8 @@ int psc_ep_mem_unpin(struct psc_ep *ep, struct ps_comm_mem *u)
 {
 	int rc;
 
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	rc = psc_mr_user_unpin(ep->fab.mr, u);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return rc;
 }

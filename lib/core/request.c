@@ -15,6 +15,17 @@
 
 #include "core/ep_int.h"
 
+/* Put r on ep's live list. Lock held. */
+static void live_link(struct ps_comm_request *r, struct psc_ep *ep)
+{
+	r->ep = ep;
+	r->live_prev = NULL;
+	r->live_next = ep->live;
+	if (ep->live)
+		ep->live->live_prev = r;
+	ep->live = r;
+}
+
 struct ps_comm_request *psc_req_alloc(struct psc_ep *ep, void *owner,
 				      enum psc_req_kind kind)
 {
@@ -24,15 +35,29 @@ struct ps_comm_request *psc_req_alloc(struct psc_ep *ep, void *owner,
 		return NULL;
 	r->kind = kind;
 	r->state = PSC_REQ_QUEUED;
-	r->ep = ep;
 	r->owner = owner;
 	r->status.source = -1;
 	r->status.tag = -1;
-	r->live_next = ep->live;
-	if (ep->live)
-		ep->live->live_prev = r;
-	ep->live = r;
+	live_link(r, ep);
 	return r;
+}
+
+/* Take r off its endpoint's live list. Lock held. */
+static void live_unlink(struct ps_comm_request *r)
+{
+	if (r->live_prev)
+		r->live_prev->live_next = r->live_next;
+	else
+		r->ep->live = r->live_next;
+	if (r->live_next)
+		r->live_next->live_prev = r->live_prev;
+	r->live_prev = r->live_next = NULL;
+}
+
+void psc_req_move(struct ps_comm_request *r, struct psc_ep *ep)
+{
+	live_unlink(r);
+	live_link(r, ep);
 }
 
 void psc_req_free(struct ps_comm_request *r)
@@ -46,12 +71,7 @@ void psc_req_free(struct ps_comm_request *r)
 		k->parent = NULL;
 		psc_req_free(k);
 	}
-	if (r->live_prev)
-		r->live_prev->live_next = r->live_next;
-	else
-		ep->live = r->live_next;
-	if (r->live_next)
-		r->live_next->live_prev = r->live_prev;
+	live_unlink(r);
 	/* Closing with operations posted: their holds go with them. */
 	psc_mr_req_done(ep, r, 0);
 	if (r->owns_buf) {
@@ -182,9 +202,9 @@ reap(ps_comm_request_t *req, ps_comm_status_t *status, char **words)
 		*words = r->errmsg;
 		r->errmsg = NULL;
 	}
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	psc_req_free(r);
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	*req = NULL;
 	return err;
 }
@@ -256,9 +276,9 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 		give_words(words, mine, fail);
 		return err;
 	}
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	if (psc_req_done(r)) {
-		pthread_mutex_unlock(&ep->lock);
+		pthread_mutex_unlock(ep->lock);
 		return reap(req, status, words);
 	}
 	/* Abandon it: it frees itself once libfabric lets go of it. */
@@ -273,7 +293,7 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 		psc_req_free(r);
 	else
 		r->abandoned = true;
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	*req = NULL;
 	return err;
 }
@@ -285,7 +305,7 @@ int psc_req_cancel(ps_comm_request_t *req)
 	int rc = 0;
 
 	*req = NULL;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	psc_req_cancel_tree(r);
 	/* Providers report a cancel as a CQ error entry: reap it. */
 	for (int i = 0; i < 100 && !psc_req_done(r); i++)
@@ -296,6 +316,6 @@ int psc_req_cancel(ps_comm_request_t *req)
 		r->abandoned = true;
 		rc = -EBUSY;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return rc;
 }

@@ -50,6 +50,7 @@ static int sw_bounces(const struct psc_ep *ep)
 /* An arrival that no receive wanted yet. */
 struct psc_sw_unexp {
 	struct psc_sw_unexp *next;
+	struct psc_ep *ep;	/* where it arrived (a pair shares the queue) */
 	uint64_t tag;
 	size_t len;
 	uint8_t data[];
@@ -79,7 +80,7 @@ int psc_sw_open(struct psc_ep *ep)
 	ep->sw_slab = malloc((size_t)n * each);
 	if (!ep->sw_slab)
 		return -ENOMEM;
-	pthread_mutex_lock(&ep->lock);
+	pthread_mutex_lock(ep->lock);
 	if (ep->fab.mr_local)
 		rc = psc_mr_pin(ep->fab.mr, ep->sw_slab, (size_t)n * each,
 				&slab_mr);
@@ -95,7 +96,7 @@ int psc_sw_open(struct psc_ep *ep)
 		b->addr = FI_ADDR_UNSPEC;
 		rc = post_bounce(ep, b);
 	}
-	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(ep->lock);
 	return rc;
 }
 
@@ -104,10 +105,20 @@ void psc_sw_close(struct psc_ep *ep)
 	/* Its registration went with the cache, before this. */
 	free(ep->sw_slab);
 	ep->sw_slab = NULL;
-	while (ep->sw_unexp) {
-		struct psc_sw_unexp *u = ep->sw_unexp;
+}
 
-		ep->sw_unexp = u->next;
+void psc_sw_drop_unexp(struct psc_ep_shared *sh, const struct psc_ep *ep)
+{
+	struct psc_sw_unexp **pp = &sh->sw_unexp;
+
+	while (*pp) {
+		struct psc_sw_unexp *u = *pp;
+
+		if (ep && u->ep != ep) {
+			pp = &u->next;
+			continue;
+		}
+		*pp = u->next;
 		free(u);
 	}
 }
@@ -118,14 +129,19 @@ static bool tag_matches(const struct ps_comm_request *r, uint64_t tag)
 }
 
 /*
- * Deliver a message (tag, payload of len bytes) to receive r, as the
- * provider would have: copy what fits, then let its owner interpret it.
+ * Deliver a message (tag, payload of len bytes) that arrived on ep to
+ * receive r, as the provider would have: copy what fits, then let its
+ * owner interpret it. A receive of a pair may have been posted on the
+ * other endpoint: it moves to ep, where the rest of its message (a large
+ * message's chunks) arrives.
  */
-static void deliver(struct ps_comm_request *r, uint64_t tag,
-		    const uint8_t *data, size_t len)
+static void deliver(struct psc_ep *ep, struct ps_comm_request *r,
+		    uint64_t tag, const uint8_t *data, size_t len)
 {
 	struct fi_cq_tagged_entry ev = {0};
 
+	if (r->ep != ep)
+		psc_req_move(r, ep);
 	memcpy(r->buf, data, PSC_MIN(len, r->len));
 	ev.tag = tag;
 	ev.len = len;
@@ -172,13 +188,13 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 				(unsigned long long)ep->sw_dropped);
 		goto repost;
 	}
-	for (pp = &ep->sw_posted; *pp; pp = &(*pp)->next)
+	for (pp = &ep->sh->sw_posted; *pp; pp = &(*pp)->next)
 		if (tag_matches(*pp, tag)) {
 			struct ps_comm_request *r = *pp;
 
 			*pp = r->next;
 			r->next = NULL;
-			deliver(r, tag, data, len);
+			deliver(ep, r, tag, data, len);
 			goto repost;
 		}
 	u = malloc(sizeof(*u) + len);
@@ -189,10 +205,11 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 		goto repost;
 	}
 	u->next = NULL;
+	u->ep = ep;
 	u->tag = tag;
 	u->len = len;
 	memcpy(u->data, data, len);
-	for (tail = &ep->sw_unexp; *tail; tail = &(*tail)->next)
+	for (tail = &ep->sh->sw_unexp; *tail; tail = &(*tail)->next)
 		;
 	*tail = u;
 repost:
@@ -206,25 +223,37 @@ void psc_sw_recv(struct psc_ep *ep, struct ps_comm_request *r)
 	struct psc_sw_unexp **pp;
 	struct ps_comm_request **tail;
 
-	for (pp = &ep->sw_unexp; *pp; pp = &(*pp)->next)
+	for (pp = &ep->sh->sw_unexp; *pp; pp = &(*pp)->next)
 		if (tag_matches(r, (*pp)->tag)) {
 			struct psc_sw_unexp *u = *pp;
 
 			*pp = u->next;
-			deliver(r, u->tag, u->data, u->len);
+			deliver(u->ep, r, u->tag, u->data, u->len);
 			free(u);
 			return;
 		}
 	r->state = PSC_REQ_POSTED;
 	r->next = NULL;
-	for (tail = &ep->sw_posted; *tail; tail = &(*tail)->next)
+	for (tail = &ep->sh->sw_posted; *tail; tail = &(*tail)->next)
 		;
 	*tail = r;
 }
 
+void psc_sw_forget(struct psc_ep *ep)
+{
+	struct ps_comm_request **pp = &ep->sh->sw_posted;
+
+	while (*pp) {
+		if ((*pp)->ep == ep)
+			*pp = (*pp)->next;
+		else
+			pp = &(*pp)->next;
+	}
+}
+
 bool psc_sw_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 {
-	for (struct ps_comm_request **pp = &ep->sw_posted; *pp;
+	for (struct ps_comm_request **pp = &ep->sh->sw_posted; *pp;
 	     pp = &(*pp)->next)
 		if (*pp == r) {
 			*pp = r->next;

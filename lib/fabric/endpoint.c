@@ -136,6 +136,9 @@ static bool entry_fits(const struct fi_info *i, struct psc_select *s,
 		return false;
 	}
 	p->derive_caps(i, caps);
+	if (s->role != PSC_ROLE_ANY &&
+	    (caps->link == PSC_LINK_SHM) != (s->role == PSC_ROLE_SHM))
+		return false;
 	if (caps->ip_addressed && s->iface && !iface_pinned(p) &&
 	    (!i->src_addr ||
 	     !psc_sockaddr_same_ip(i->src_addr,
@@ -154,60 +157,112 @@ static int entry_distance(const struct fi_info *i, const struct psc_caps *c,
 	return s->distance(i, s->distance_arg);
 }
 
-/* The caps the endpoint runs with: the profile's, with the parameters. */
-static void apply_params(struct psc_caps *c, const struct psc_params *p,
-			 int rank)
+/*
+ * The caps the endpoint runs with: the profile's, with the parameters
+ * and the selection's wish for software matching.
+ */
+static void apply_params(struct psc_caps *c, const struct psc_select *s)
 {
+	const struct psc_params *p = s->params;
+	bool forced = p && p->sw_match == 1;
+
 	if (p && p->max_msg_size && p->max_msg_size < c->max_msg_size)
 		c->max_msg_size = p->max_msg_size;
 	if (c->inject_size > c->max_msg_size)
 		c->inject_size = c->max_msg_size;
-	if (p && p->sw_match == 1)
+	if (forced || s->sw_match)
 		c->sw_match = true;
 	if (c->sw_match && c->async_iov) {
 		/* Software matching sends from an iov on the stack. */
 		c->sw_match = false;
-		if (p && p->sw_match == 1)
-			psc_log(PSC_LOG_WARN, rank, "PS_COMM_SW_MATCH=1 "
+		if (forced)
+			psc_log(PSC_LOG_WARN, s->rank, "PS_COMM_SW_MATCH=1 "
 				"ignored: the provider needs FI_ASYNC_IOV");
 	}
+}
+
+/*
+ * Between nodes, best first. A provider not listed (net, for one) comes
+ * last: it joins the list once the whole suite passes on it.
+ */
+static const char *const net_order[] = {
+	"efa", "opx", "psm3", "psm2", "cxi", "verbs;ofi_rxm", "verbs",
+	"tcp;ofi_rxm", "tcp", "sockets", "udp;ofi_rxd", "udp",
+};
+
+int psc_net_preference(const char *prov_name)
+{
+	int k;
+
+	if (strcmp(prov_name, "shm") == 0)
+		return -1;
+	for (k = 0; k < (int)PSC_ARRAY_SIZE(net_order); k++)
+		if (strcmp(net_order[k], prov_name) == 0)
+			break;
+	return k;
+}
+
+/*
+ * The entry that fixes provider and address format: the first that fits
+ * in libfabric's order, or for role NET the first of the most preferred
+ * provider.
+ */
+static const struct fi_info *first_fit(const struct fi_info *list,
+				       struct psc_select *s)
+{
+	const struct fi_info *best = NULL;
+	int best_rank = 0;
+	struct psc_caps caps;
+
+	for (const struct fi_info *i = list; i; i = i->next) {
+		int rank;
+
+		if (!entry_fits(i, s, &caps))
+			continue;
+		if (s->role != PSC_ROLE_NET)
+			return i;
+		rank = psc_net_preference(i->fabric_attr->prov_name);
+		if (rank >= 0 && (!best || rank < best_rank)) {
+			best = i;
+			best_rank = rank;
+		}
+	}
+	return best;
 }
 
 const struct fi_info *psc_ep_select(const struct fi_info *list,
 				    struct psc_select *s)
 {
-	const struct fi_info *first = NULL;
+	const struct fi_info *first;
 	struct psc_caps caps;
 
 	s->pick = NULL;
 	s->nic_distance = -1;
 	s->rejects[0] = '\0';
 	/*
-	 * The first fitting entry in libfabric's order fixes the provider
-	 * and address format, so every rank with the same fabric agrees;
-	 * only the NIC within them follows this process's locality.
+	 * The first fitting entry fixes the provider and address format, so
+	 * every rank with the same fabric agrees; only the NIC within them
+	 * follows this process's locality.
 	 */
-	for (const struct fi_info *i = list; i; i = i->next) {
+	first = first_fit(list, s);
+	for (const struct fi_info *i = first; i; i = i->next) {
 		int d;
 
-		if (first && (strcmp(i->fabric_attr->prov_name,
-				     first->fabric_attr->prov_name) != 0 ||
-			      i->addr_format != first->addr_format))
-			continue;
-		if (!entry_fits(i, s, &caps))
+		if (strcmp(i->fabric_attr->prov_name,
+			   first->fabric_attr->prov_name) != 0 ||
+		    i->addr_format != first->addr_format ||
+		    !entry_fits(i, s, &caps))
 			continue;
 		d = entry_distance(i, &caps, s);
-		if (!first || (d >= 0 && (s->nic_distance < 0 ||
-					  d < s->nic_distance))) {
+		if (!s->pick || (d >= 0 && (s->nic_distance < 0 ||
+					    d < s->nic_distance))) {
 			s->pick = i;
 			s->caps = caps;
 			s->nic_distance = d;
 		}
-		if (!first)
-			first = i;
 	}
 	if (s->pick)
-		apply_params(&s->caps, s->params, s->rank);
+		apply_params(&s->caps, s);
 	return s->pick;
 }
 
@@ -238,6 +293,8 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		.distance = lazy_distance,
 		.distance_arg = &topo,
 		.rank = cfg->rank,
+		.role = cfg->role,
+		.sw_match = cfg->sw_match,
 	};
 	const char *filter = getenv("FI_PROVIDER");
 	const struct fi_info *pick;
@@ -248,7 +305,9 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 
 	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
 	psc_preflight_env(cfg->params, cfg->rank);
-	rc = psc_ep_query(fi_getinfo, NULL, &list, &relaxed);
+	rc = psc_ep_query(fi_getinfo,
+			  cfg->role == PSC_ROLE_SHM ? "shm" : NULL, &list,
+			  &relaxed);
 	pick = rc == 0 ? psc_ep_select(list, &sel) : NULL;
 	psc_topo_close(topo.topo);
 	if (!pick) {

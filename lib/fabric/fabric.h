@@ -50,11 +50,20 @@ struct psc_fab {
 	bool mr_local;		   /* a descriptor with every buffer */
 };
 
+/*
+ * Which providers an endpoint may use: ANY is FI_PROVIDER's choice, or
+ * libfabric's first; NET the best provider between nodes (never shm), in
+ * pscomm's preference order (psc_ep_select); SHM shared memory only.
+ */
+enum psc_ep_role { PSC_ROLE_ANY, PSC_ROLE_NET, PSC_ROLE_SHM };
+
 /* How an endpoint is chosen and opened. */
 struct psc_ep_config {
 	const struct psc_params *params;
 	const struct psc_iface *iface; /* NULL: no IP preference */
 	int rank;
+	enum psc_ep_role role;
+	bool sw_match;		       /* match in software if at all possible */
 };
 
 /*

@@ -31,6 +31,8 @@ struct psc_select {
 	psc_nic_distance_fn distance;	 /* NULL: no locality preference */
 	void *distance_arg;
 	int rank;			 /* for log lines */
+	enum psc_ep_role role;		 /* which providers may serve */
+	bool sw_match;			 /* software matching wanted */
 	const struct fi_info *pick;	 /* out: points into the list */
 	struct psc_caps caps;		 /* out: derived, params applied */
 	int nic_distance;		 /* out: the pick's, -1 unknown */
@@ -50,7 +52,10 @@ int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
  * Choose the entry of list an endpoint uses. The first entry its profile
  * accepts (and that, for IP-addressed providers, carries s->iface's
  * address, unless the family's interface variable such as FI_TCP_IFACE
- * is set) fixes provider and address format, so all ranks agree; among
+ * is set) fixes provider and address format, so all ranks agree: first
+ * in libfabric's order, or for s->role NET (where shm never serves) the
+ * first of the best provider in pscomm's preference order, hardware
+ * first and tcp last (psc_net_preference); among
  * the entries of that provider and format, the NIC nearest to the
  * process by s->distance wins, ties keeping libfabric's order (no
  * reordering when FI_VERBS_IFACE and the like are set). Fills s->pick,
@@ -60,6 +65,14 @@ int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
  */
 const struct fi_info *psc_ep_select(const struct fi_info *list,
 				    struct psc_select *s);
+
+/*
+ * Rank of a provider for traffic between nodes, lower is better:
+ * hardware providers (efa, opx, psm3, psm2, cxi, verbs) in that order,
+ * then tcp;ofi_rxm, tcp, sockets and udp, then any other (not yet
+ * validated by the suite). -1 for shm, which never serves between nodes.
+ */
+int psc_net_preference(const char *prov_name);
 
 /*
  * pscomm's fi_getinfo hints, for one provider after its profile's

@@ -241,10 +241,12 @@ static void gone(struct psc_live *l, int r)
 {
 	const struct psc_provider_ops *prov;
 
-	if (l->watches) {
-		prov = psc_provider_lookup(psc_ep_provider(l->watches->ep));
-		if (prov->remove_regions)
+	for (struct watch *w = l->watches; w; w = w->next) {
+		prov = psc_provider_lookup(psc_ep_provider(w->ep));
+		if (prov->remove_regions) {
 			prov->remove_regions(NULL, 0, l->peers[r].pid);
+			break;
+		}
 	}
 	close(l->peers[r].pidfd);
 	l->peers[r].pidfd = -1;
@@ -1053,22 +1055,28 @@ int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
 
 void psc_live_unwatch(struct psc_live *l, const void *owner)
 {
-	struct watch **pp, *w = NULL;
+	struct watch **pp, *w, *gone = NULL;
 
+	/* An owner on a pair has a watch per endpoint. */
 	pthread_mutex_lock(&l->lock);
-	for (pp = &l->watches; *pp; pp = &(*pp)->next)
+	for (pp = &l->watches; *pp;)
 		if ((*pp)->owner == owner) {
 			w = *pp;
 			*pp = w->next;
-			break;
+			w->next = gone;
+			gone = w;
+		} else {
+			pp = &(*pp)->next;
 		}
 	pthread_mutex_unlock(&l->lock);
-	if (!w)
-		return;
-	free(w->world);
-	free(w->addrs);
-	free(w);
-	psc_live_release(l);
+	while (gone) {
+		w = gone;
+		gone = w->next;
+		free(w->world);
+		free(w->addrs);
+		free(w);
+		psc_live_release(l);
+	}
 }
 
 /* Whether a rank of owner's watch is known dead. Lock held. */

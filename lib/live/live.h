@@ -84,7 +84,10 @@ int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
 		   uint32_t ctx, const int *world, const fi_addr_t *addrs,
 		   int n);
 
-/* Stop watching owner and drop its hold (the last one frees l). */
+/*
+ * Stop watching owner (each of its watches: one per endpoint of a pair)
+ * and drop their holds (the last one frees l).
+ */
 void psc_live_unwatch(struct psc_live *l, const void *owner);
 
 /*

@@ -57,7 +57,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       uint32_t src, uint32_t tag)
 {
 	const struct psc_tag_layout *tl = ch->tl;
-	size_t max = ch->caps->max_msg_size;
+	size_t max = psc_ep_caps(p->ep)->max_msg_size;
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
 	uint64_t ctag = psc_tag_make(tl, PSC_PROTO_CONT, false, ch->ctx,
 				     src, seq);
@@ -69,7 +69,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	psc_be_put(p->scratch + 16, seq, 4);
 	psc_be_put(p->scratch + 20, 0, 4);
 	/* One registration for all chunks; without it each finds its own. */
-	psc_ep_hold_range(ch->ep, p, buf, len);
+	psc_ep_hold_range(p->ep, p, buf, len);
 	/* Hold a reference so the parent cannot complete while posting. */
 	p->children_left++;
 	rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
@@ -90,16 +90,17 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
  * failed (a peer died: nothing more enters the provider for it),
  * -ENOMEM. Lock held.
  */
-static int chan_req(struct psc_chan *ch, enum psc_req_kind kind,
-		    struct ps_comm_request **out, char *err, size_t elen)
+static int chan_req(struct psc_chan *ch, struct psc_ep *ep,
+		    enum psc_req_kind kind, struct ps_comm_request **out,
+		    char *err, size_t elen)
 {
-	int rc = psc_ep_owner_failed(ch->ep, ch, err, elen);
+	int rc = psc_ep_owner_failed(ep, ch, err, elen);
 
 	if (rc)
 		return rc;
 	if (ch->aborted)
 		return -ESHUTDOWN;
-	*out = psc_req_alloc(ch->ep, ch, kind);
+	*out = psc_req_alloc(ep, ch, kind);
 	return *out ? 0 : -ENOMEM;
 }
 
@@ -126,17 +127,19 @@ static inline int post_end(struct psc_chan *ch, struct ps_comm_request *r,
 	return rc;
 }
 
-int psc_isend_to(struct psc_chan *ch, unsigned proto, const void *buf,
-		 size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
-		 ps_comm_request_t *req, char *err, size_t elen)
+int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
+		   unsigned proto, const void *buf, size_t len, fi_addr_t addr,
+		   uint32_t src, uint32_t tag, ps_comm_request_t *req,
+		   char *err, size_t elen)
 {
-	struct psc_ep *ep = ch->ep;
+	struct psc_ep *ep = path->ep;
 	struct ps_comm_request *r;
 	int rc;
 
 	pthread_mutex_lock(ch->lock);
-	rc = chan_req(ch, len > ch->single ? PSC_REQ_PARENT : PSC_REQ_SEND,
-		      &r, err, elen);
+	rc = chan_req(ch, ep,
+		      len > path->single ? PSC_REQ_PARENT : PSC_REQ_SEND, &r,
+		      err, elen);
 	if (rc) {
 		pthread_mutex_unlock(ch->lock);
 		return rc;
@@ -163,12 +166,14 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 	      int peer, int64_t tag, ps_comm_request_t *req, char *err,
 	      size_t elen)
 {
-	struct psc_ep *ep = ch->ep;
+	const struct psc_path *path = peer >= 0 ? psc_chan_path(ch, peer)
+						: &ch->path[0];
+	struct psc_ep *ep = path->ep;
 	struct ps_comm_request *r;
 	int rc;
 
 	pthread_mutex_lock(ch->lock);
-	rc = chan_req(ch, PSC_REQ_RECV, &r, err, elen);
+	rc = chan_req(ch, ep, PSC_REQ_RECV, &r, err, elen);
 	if (rc) {
 		pthread_mutex_unlock(ch->lock);
 		return rc;
@@ -182,7 +187,7 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 		r->len = sizeof(r->scratch);
 	} else {
 		r->buf = buf;
-		r->len = PSC_MIN(len, ch->caps->max_msg_size);
+		r->len = PSC_MIN(len, path->caps->max_msg_size);
 	}
 	r->addr = FI_ADDR_UNSPEC;
 	psc_tag_match(ch->tl, proto, ch->ctx, peer, tag, &r->tag, &r->ignore);
@@ -190,13 +195,38 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 	return post_end(ch, r, rc, req, err, elen);
 }
 
-void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep)
+/* Fill one path from its endpoint. */
+static void path_bind(struct psc_path *p, struct psc_ep *ep)
+{
+	p->ep = ep;
+	p->caps = psc_ep_caps(ep);
+	p->single = psc_ep_single_limit(ep);
+}
+
+void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep,
+		   struct psc_ep *pair)
 {
 	ch->ep = ep;
 	ch->lock = psc_ep_mutex(ep);
-	ch->caps = psc_ep_caps(ep);
 	ch->tl = psc_ep_tags(ep);
-	ch->single = psc_ep_single_limit(ep);
+	path_bind(&ch->path[0], ep);
+	ch->npaths = 1;
+	if (pair) {
+		path_bind(&ch->path[1], pair);
+		ch->npaths = 2;
+	}
+}
+
+void psc_chan_hold(struct psc_chan *ch)
+{
+	for (int i = 0; i < ch->npaths; i++)
+		psc_ep_hold(ch->path[i].ep);
+}
+
+void psc_chan_release(struct psc_chan *ch)
+{
+	for (int i = 0; i < ch->npaths; i++)
+		psc_ep_release(ch->path[i].ep);
 }
 
 void psc_chan_abort(struct psc_chan *ch)
@@ -237,7 +267,8 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 {
 	struct psc_chan *ch = r->owner;
 	const struct psc_tag_layout *tl = ch->tl;
-	const struct psc_caps *caps = ch->caps;
+	/* The endpoint the header came on, where its chunks follow. */
+	const struct psc_caps *caps = psc_ep_caps(r->ep);
 	size_t max = caps->max_msg_size;
 	uint64_t total, ctag, ignore;
 	uint32_t seq;
@@ -297,7 +328,7 @@ static int first_recv_complete(struct ps_comm_request *r,
 	r->status.source = (int)psc_tag_rank(tl, ev->tag);
 	r->status.tag = (int)psc_tag_user(tl, ev->tag);
 	/* A provider that truncates silently: the sender's length says so. */
-	if (ch->caps->len_in_cq_data &&
+	if (psc_ep_caps(r->ep)->len_in_cq_data &&
 	    (ev->flags & FI_REMOTE_CQ_DATA) &&
 	    (uint32_t)ev->data != (uint32_t)got) {
 		r->status.error = -FI_ETRUNC;

@@ -19,26 +19,48 @@
 
 #include "core/ep.h"
 
-struct psc_chan {
+/* One fabric of a channel, with the constants read on every message. */
+struct psc_path {
 	struct psc_ep *ep;
-	int rank;
-	int size;
-	uint32_t ctx;
-	fi_addr_t *peers;   /* rank -> fi_addr */
-	uint32_t large_seq; /* continuation stream id, per sender */
-	bool aborted;	    /* under the endpoint lock */
-	/* The endpoint's constants, read on every message (psc_chan_bind). */
-	pthread_mutex_t *lock;	/* the endpoint lock */
 	const struct psc_caps *caps;
-	const struct psc_tag_layout *tl;
 	size_t single;	    /* largest message sent as one piece */
 };
 
 /*
- * Put ch on endpoint ep: set ch->ep and the constants read from it.
- * Call once the endpoint is open, before any other call on ch.
+ * A channel runs on one endpoint, or on a pair (shm to node-local peers,
+ * the network to the others: via says which path serves each rank). A
+ * receive from any source is posted on path 0; the pair's shared
+ * matching queue gives it the first message of either.
  */
-void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep);
+struct psc_chan {
+	struct psc_ep *ep;  /* path[0].ep */
+	struct psc_path path[2];
+	int npaths;
+	uint8_t *via;	    /* rank -> path; NULL: path 0 for every rank */
+	int rank;
+	int size;
+	uint32_t ctx;
+	fi_addr_t *peers;   /* rank -> fi_addr on its path's endpoint */
+	uint32_t large_seq; /* continuation stream id, per sender */
+	bool aborted;	    /* under the endpoint lock */
+	pthread_mutex_t *lock;	/* the endpoint lock (one for a pair) */
+	const struct psc_tag_layout *tl; /* one layout for a pair */
+};
+
+/*
+ * Put ch on endpoint ep (path 0) and, when pair is not NULL, on its
+ * partner as path 1; ch->via is the caller's to fill. Call once the
+ * endpoints are open, before any other call on ch.
+ */
+void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep,
+		   struct psc_ep *pair);
+
+/* The path that serves rank peer. */
+static inline const struct psc_path *psc_chan_path(const struct psc_chan *ch,
+						   int peer)
+{
+	return &ch->path[ch->via ? ch->via[peer] : 0];
+}
 
 /*
  * Post a send to rank peer (psc_isend) or to an explicit address with src
@@ -46,23 +68,41 @@ void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep);
  * at a time and are keyed by node id, not by rank). -ESHUTDOWN once the
  * channel is aborted, -ENOMEM, or the provider's error.
  */
-int psc_isend_to(struct psc_chan *ch, unsigned proto, const void *buf,
-		 size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
-		 ps_comm_request_t *req, char *err, size_t elen);
+int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
+		   unsigned proto, const void *buf, size_t len, fi_addr_t addr,
+		   uint32_t src, uint32_t tag, ps_comm_request_t *req,
+		   char *err, size_t elen);
+
+static inline int psc_isend_to(struct psc_chan *ch, unsigned proto,
+			       const void *buf, size_t len, fi_addr_t addr,
+			       uint32_t src, uint32_t tag,
+			       ps_comm_request_t *req, char *err, size_t elen)
+{
+	return psc_isend_path(ch, &ch->path[0], proto, buf, len, addr, src,
+			      tag, req, err, elen);
+}
 
 static inline int psc_isend(struct psc_chan *ch, unsigned proto,
 			    const void *buf, size_t len, int peer,
 			    uint32_t tag, ps_comm_request_t *req, char *err,
 			    size_t elen)
 {
-	return psc_isend_to(ch, proto, buf, len, ch->peers[peer],
-			    (uint32_t)ch->rank, tag, req, err, elen);
+	return psc_isend_path(ch, psc_chan_path(ch, peer), proto, buf, len,
+			      ch->peers[peer], (uint32_t)ch->rank, tag, req,
+			      err, elen);
 }
 
 /* Post a receive from peer (-1: any) with tag (-1: any). */
 int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 	      int peer, int64_t tag, ps_comm_request_t *req, char *err,
 	      size_t elen);
+
+/*
+ * One more hold on each of ch's endpoints (a communicator sharing them),
+ * and dropping the holds of one user (NULL endpoints are skipped).
+ */
+void psc_chan_hold(struct psc_chan *ch);
+void psc_chan_release(struct psc_chan *ch);
 
 /* Abort the channel: later posts fail with -ESHUTDOWN. Takes the lock. */
 void psc_chan_abort(struct psc_chan *ch);

@@ -263,7 +263,8 @@ static bool host_iface(const struct ps_comm_van *v, const char *host,
 int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
-	struct psc_ep_config cfg = {&v->comm.params, NULL, -1};
+	struct psc_ep_config cfg = {&v->comm.params, NULL, -1, PSC_ROLE_ANY,
+				     false};
 	struct psc_van_served what;
 	struct psc_iface iface;
 	struct psc_ep *ep;
@@ -280,7 +281,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
 	}
-	psc_chan_bind(&v->comm.ch, ep);
+	psc_chan_bind(&v->comm.ch, ep, NULL);
 	v->comm.ch.ctx = 0;
 	/*
 	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which

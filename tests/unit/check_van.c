@@ -436,7 +436,7 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 		     size_t len, const char *provider)
 {
 	struct psc_params params;
-	struct psc_ep_config cfg = {&params, NULL, -1};
+	struct psc_ep_config cfg = {&params, NULL, -1, PSC_ROLE_ANY, false};
 	struct psc_auth_key key;
 	struct ps_comm c;
 	uint8_t name[256];
@@ -451,7 +451,7 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 	c.params = params;
 	ck_assert_int_eq(psc_ep_acquire_exclusive(&c.ch.ep, &cfg, err,
 						  sizeof(err)), 0);
-	psc_chan_bind(&c.ch, c.ch.ep);
+	psc_chan_bind(&c.ch, c.ch.ep, NULL);
 	ck_assert_int_eq(psc_auth_key_load(&key, params.job_key, err,
 					   sizeof(err)), 0);
 	ck_assert_int_eq(psc_van_fetch(HOST, port, &key,
