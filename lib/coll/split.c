@@ -41,7 +41,7 @@ int ps_comm_split(ps_comm_t parent, int color, int key, ps_comm_t *newcomm)
 		free(ranks);
 		return PS_COMM_ERR_NOMEM;
 	}
-	mine.ctx = (int32_t)psc_ep_ctx_next(parent->ch.ep);
+	mine.ctx = (int32_t)psc_ctx_next();
 	mine.color = color;
 	mine.key = key;
 	mine.rank = parent->ch.rank;
@@ -56,7 +56,7 @@ int ps_comm_split(ps_comm_t parent, int color, int key, ps_comm_t *newcomm)
 		rc = PS_COMM_ERR_NOMEM;
 		goto out;
 	}
-	psc_ep_ctx_reserve(parent->ch.ep, ctx);
+	psc_ctx_reserve(ctx);
 	if (color == PS_COMM_UNDEFINED)
 		goto out;
 	for (int i = 0; i < parent->ch.size; i++)

@@ -122,7 +122,7 @@ struct boot_ctx {
 	int *raw;		/* rank -> index into ids */
 	char (*ids)[96];	/* distinct node identities */
 	int nids;
-	int used[2];		/* ranks served by each path */
+	int used[2];		/* other ranks served by each path */
 };
 
 /* The index of node identity id among those seen, adding it. */
@@ -178,7 +178,8 @@ static int add_peer(void *arg, int r, const struct psc_boot_record *rec,
 	if (rc)
 		return rc;
 	b->raw[r] = node_index(b, rec->node);
-	b->used[path]++;
+	if (r != c->ch.rank)
+		b->used[path]++;
 	if (c->ch.via)
 		c->ch.via[r] = (uint8_t)path;
 	rc = psc_ep_av_insert(c->ch.path[path].ep, path ? rec->shm : rec->addr,
@@ -320,13 +321,16 @@ static int open_endpoints(struct ps_comm *c, enum fabrics mode,
 }
 
 /*
- * After the exchange: a pair whose one path serves nobody becomes a
- * single endpoint (all ranks on one node: shm only), and c's name for
- * its fabrics is set.
+ * After the exchange: a pair whose one path serves no other rank becomes
+ * a single endpoint (all ranks on one node: shm only; alone on its node:
+ * the network, self-sends included), and c's name for its fabrics is
+ * set. Returns 0 or a negative errno with words in err.
  */
-static void settle_paths(struct ps_comm *c, struct boot_ctx *b)
+static int settle_paths(struct ps_comm *c, struct boot_ctx *b, char *err,
+			size_t len)
 {
 	const char *net = psc_ep_provider(c->ch.ep);
+	int rc = 0;
 
 	if (b->shm && (!b->used[0] || !b->used[1])) {
 		struct psc_ep *keep = b->used[0] ? c->ch.ep : b->shm;
@@ -335,8 +339,16 @@ static void settle_paths(struct ps_comm *c, struct boot_ctx *b)
 		free(c->ch.via);
 		c->ch.via = NULL;
 		psc_chan_bind(&c->ch, keep, NULL);
+		if (keep != b->shm)
+			rc = psc_ep_av_insert(keep, b->me->addr,
+					      &c->ch.peers[c->ch.rank]);
 		psc_ep_release(drop);
 		b->shm = NULL;
+		if (rc) {
+			snprintf(err, len, "fi_av_insert of this rank's own "
+				 "address failed: %s", psc_fab_strerror(-rc));
+			return rc;
+		}
 	}
 	if (b->shm)
 		snprintf(c->provider, sizeof(c->provider), "shm+%s", net);
@@ -347,6 +359,7 @@ static void settle_paths(struct ps_comm *c, struct boot_ctx *b)
 		"fabrics: %s (%d nodes; %s)", c->provider, c->nnodes,
 		b->shm ? "shm inside nodes, the network between them"
 		       : "one provider for every peer");
+	return 0;
 }
 
 /* The bootstrap's record exchange, with b's node map filled. */
@@ -412,7 +425,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	free(b.raw);
 	free(b.ids);
 	if (!rc)
-		settle_paths(c, &b);
+		rc = settle_paths(c, &b, err, sizeof(err));
 	if (!rc && c->live) {
 		psc_live_set_key(c->live, &plan.key);
 		rc = live_start(c, err, sizeof(err));

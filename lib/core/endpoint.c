@@ -28,6 +28,24 @@ static pthread_mutex_t eps_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct psc_ep *eps_head;
 static int eps_count;
 
+/*
+ * Context ids come from one counter for the whole process, under
+ * eps_lock: whichever endpoints a communicator gets (shared, new, one or
+ * a pair), ranks that create communicators in the same order give them
+ * the same ids, and no two users of an endpoint share one.
+ */
+static uint32_t next_ctx;
+
+static uint32_t ctx_take(void)
+{
+	uint32_t ctx;
+
+	pthread_mutex_lock(&eps_lock);
+	ctx = next_ctx++ & ((1u << PSC_TAG_CTX_BITS) - 1);
+	pthread_mutex_unlock(&eps_lock);
+	return ctx;
+}
+
 /* The endpoint with this key with its refs raised, or NULL. */
 static struct psc_ep *find_shared(const char *key)
 {
@@ -285,9 +303,7 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
 		snprintf(ep->key, sizeof(ep->key), "%s", key);
 		ep_register(ep);
 	}
-	pthread_mutex_lock(ep->lock);
-	*ctx = ep->next_ctx++ & ((1u << PSC_TAG_CTX_BITS) - 1);
-	pthread_mutex_unlock(ep->lock);
+	*ctx = ctx_take();
 	*out = ep;
 	return 0;
 }
@@ -320,8 +336,20 @@ static bool ep_pair(struct psc_ep *a, struct psc_ep *b)
 	b->lock = a->lock;
 	a->pair = b;
 	b->pair = a;
-	a->next_ctx = b->next_ctx = PSC_MAX(a->next_ctx, b->next_ctx);
 	return true;
+}
+
+/* The registry key of a pair's endpoint of role. */
+static void pair_key(const struct psc_ep_config *cfg, enum psc_ep_role role,
+		     char *key, size_t len)
+{
+	struct psc_ep_config c = *cfg;
+	char k[160];
+
+	c.role = role;
+	c.sw_match = true;
+	ep_key(&c, k, sizeof(k));
+	snprintf(key, len, "pair:%s", k);
 }
 
 /* Open an endpoint of role for a pair and register it under key. */
@@ -329,7 +357,6 @@ static int pair_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 		     enum psc_ep_role role, char *err, size_t len)
 {
 	struct psc_ep_config c = *cfg;
-	char key[160];
 	int rc;
 
 	c.role = role;
@@ -337,34 +364,37 @@ static int pair_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 	rc = ep_open(out, &c, err, len);
 	if (rc)
 		return rc;
-	ep_key(&c, key, sizeof(key));
-	snprintf((*out)->key, sizeof((*out)->key), "pair:%s", key);
+	pair_key(cfg, role, (*out)->key, sizeof((*out)->key));
 	ep_register(*out);
 	return 0;
 }
 
-/* A pair opened before with these settings, with its refs raised. */
+/*
+ * A pair opened before with these settings, both refs raised; false
+ * when there is none whole. Under eps_lock, so neither half can be
+ * closing: an endpoint leaves the registry before it closes.
+ */
 static bool find_pair(const struct psc_ep_config *cfg, struct psc_ep **net,
 		      struct psc_ep **shm)
 {
-	struct psc_ep_config c = *cfg;
-	char key[160], k[168];
+	char kn[160], ks[160];
+	struct psc_ep *e;
 
-	c.sw_match = true;
-	c.role = PSC_ROLE_NET;
-	ep_key(&c, key, sizeof(key));
-	snprintf(k, sizeof(k), "pair:%s", key);
-	*net = find_shared(k);
-	c.role = PSC_ROLE_SHM;
-	ep_key(&c, key, sizeof(key));
-	snprintf(k, sizeof(k), "pair:%s", key);
-	*shm = find_shared(k);
-	if (*net && *shm && (*net)->pair == *shm)
-		return true;
-	psc_ep_release(*net);
-	psc_ep_release(*shm);
-	*net = *shm = NULL;
-	return false;
+	pair_key(cfg, PSC_ROLE_NET, kn, sizeof(kn));
+	pair_key(cfg, PSC_ROLE_SHM, ks, sizeof(ks));
+	pthread_mutex_lock(&eps_lock);
+	for (e = eps_head; e; e = e->next_ep)
+		if (strcmp(e->key, kn) == 0 && e->pair &&
+		    strcmp(e->pair->key, ks) == 0)
+			break;
+	if (e) {
+		e->refs++;
+		e->pair->refs++;
+		*net = e;
+		*shm = e->pair;
+	}
+	pthread_mutex_unlock(&eps_lock);
+	return e != NULL;
 }
 
 int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
@@ -398,17 +428,7 @@ int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
 			*shm = NULL;
 		}
 	}
-	/* Either one, or both (paired: one lock, one context id). */
-	{
-		struct psc_ep *e = *net ? *net : *shm;
-
-		pthread_mutex_lock(e->lock);
-		*ctx = e->next_ctx & ((1u << PSC_TAG_CTX_BITS) - 1);
-		e->next_ctx++;
-		if (e->pair)
-			e->pair->next_ctx = e->next_ctx;
-		pthread_mutex_unlock(e->lock);
-	}
+	*ctx = ctx_take();
 	return 0;
 }
 
@@ -424,7 +444,6 @@ int psc_ep_acquire_exclusive(struct psc_ep **out,
 	/* A key that no ep_key() text can equal: never found for sharing. */
 	snprintf(ep->key, sizeof(ep->key), "exclusive:%p", (void *)ep);
 	ep_register(ep);
-	ep->next_ctx = 1;
 	*out = ep;
 	return 0;
 }
@@ -435,24 +454,22 @@ void psc_ep_release(struct psc_ep *ep)
 		ep_close(ep);
 }
 
-uint32_t psc_ep_ctx_next(struct psc_ep *ep)
+uint32_t psc_ctx_next(void)
 {
 	uint32_t ctx;
 
-	pthread_mutex_lock(ep->lock);
-	ctx = ep->pair ? PSC_MAX(ep->next_ctx, ep->pair->next_ctx)
-		       : ep->next_ctx;
-	pthread_mutex_unlock(ep->lock);
+	pthread_mutex_lock(&eps_lock);
+	ctx = next_ctx;
+	pthread_mutex_unlock(&eps_lock);
 	return ctx;
 }
 
-void psc_ep_ctx_reserve(struct psc_ep *ep, uint32_t ctx)
+void psc_ctx_reserve(uint32_t ctx)
 {
-	pthread_mutex_lock(ep->lock);
-	ep->next_ctx = ctx + 1;
-	if (ep->pair)
-		ep->pair->next_ctx = ctx + 1;
-	pthread_mutex_unlock(ep->lock);
+	pthread_mutex_lock(&eps_lock);
+	if (ctx + 1 > next_ctx)
+		next_ctx = ctx + 1;
+	pthread_mutex_unlock(&eps_lock);
 }
 
 int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *out)

@@ -71,11 +71,12 @@ void psc_ep_hold(struct psc_ep *ep);
 void psc_ep_release(struct psc_ep *ep);
 
 /*
- * Context ids: the next free one (to agree on with peers), and moving
- * past ctx once the peers agreed. Take the lock.
+ * Context ids, one counter for the process's communicators on every
+ * endpoint: the next free one (to agree on with peers), and moving past
+ * ctx once the peers agreed.
  */
-uint32_t psc_ep_ctx_next(struct psc_ep *ep);
-void psc_ep_ctx_reserve(struct psc_ep *ep, uint32_t ctx);
+uint32_t psc_ctx_next(void);
+void psc_ctx_reserve(uint32_t ctx);
 
 /* Insert a peer's address into the AV. Takes the lock. */
 int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *out);

@@ -49,7 +49,6 @@ struct psc_ep {
 	bool in_progress;	       /* inside psc_progress's CQ reads */
 	double spin_us;		       /* busy-poll before backing off */
 	bool lean_wait;		       /* block at once, never yield */
-	uint32_t next_ctx;	       /* context id of the next user */
 	/* The process's endpoint registry (endpoint.c). */
 	struct psc_ep *next_ep;
 	char key[160];		       /* what sharing it requires */

@@ -1055,7 +1055,7 @@ int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
 
 void psc_live_unwatch(struct psc_live *l, const void *owner)
 {
-	struct watch **pp, *w, *gone = NULL;
+	struct watch **pp, *w, *dropped = NULL;
 
 	/* An owner on a pair has a watch per endpoint. */
 	pthread_mutex_lock(&l->lock);
@@ -1063,15 +1063,15 @@ void psc_live_unwatch(struct psc_live *l, const void *owner)
 		if ((*pp)->owner == owner) {
 			w = *pp;
 			*pp = w->next;
-			w->next = gone;
-			gone = w;
+			w->next = dropped;
+			dropped = w;
 		} else {
 			pp = &(*pp)->next;
 		}
 	pthread_mutex_unlock(&l->lock);
-	while (gone) {
-		w = gone;
-		gone = w->next;
+	while (dropped) {
+		w = dropped;
+		dropped = w->next;
 		free(w->world);
 		free(w->addrs);
 		free(w);

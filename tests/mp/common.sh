@@ -86,17 +86,32 @@ have_provider() {
 	fi_info -p "$1" -t FI_EP_RDM >/dev/null 2>&1
 }
 
-# run_ranks NAME N PROVIDER TIMEOUT PROG [ARGS...]: one check.
+# run_ranks NAME N PROVIDER TIMEOUT PROG [ARGS...]: one check. A
+# PROVIDER of nodes:P runs node-aware instead: FI_PROVIDER unset, and the
+# ranks split into nodes of P (tests/mp/node_id.sh), so shm serves inside
+# a node and tcp between them.
 run_ranks() {
 	name=$1 n=$2 prov=$3 tmo=$4
 	shift 4
-	if ! have_provider "$prov"; then
-		skip "$name: provider $prov not present"
-		return
-	fi
+	case $prov in
+	nodes:*) ;;
+	*)
+		if ! have_provider "$prov"; then
+			skip "$name: provider $prov not present"
+			return
+		fi ;;
+	esac
 	log=$(mktemp)
 	start=$(date +%s)
-	"$RUN" -n "$n" --provider "$prov" --timeout "$tmo" -- "$@" >"$log" 2>&1
+	case $prov in
+	nodes:*)
+		(unset FI_PROVIDER; PSC_TEST_PPN=${prov#nodes:} \
+			"$RUN" -n "$n" --timeout "$tmo" -- \
+			"${srcdir:-.}/tests/mp/node_id.sh" "$@") >"$log" 2>&1 ;;
+	*)
+		"$RUN" -n "$n" --provider "$prov" --timeout "$tmo" -- "$@" \
+			>"$log" 2>&1 ;;
+	esac
 	rc=$?
 	secs=$(($(date +%s) - start))
 	if [ $rc -eq 0 ]; then

@@ -26,6 +26,15 @@ for prov in tcp shm udp; do
 	PS_COMM_MAX_MSG_SIZE=4096 \
 		run_ranks "p2p, max_msg_size 4 KiB" 3 "$prov" 240 "$SUITE"
 done
+# Node-aware: shm inside a node and tcp between nodes in one
+# communicator, with nodes of 2 (2+1, 2x2) and the uneven 3+1.
+if want tcp && want shm; then
+	for layout in "3 2" "4 2" "4 3"; do
+		set -- $layout
+		run_ranks "p2p, node-aware $1 ranks in nodes of $2" "$1" \
+			"nodes:$2" 240 "$SUITE"
+	done
+fi
 # sockets takes milliseconds per message here: a smaller subset.
 want sockets || finish
 for n in 2 3; do

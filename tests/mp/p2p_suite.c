@@ -182,6 +182,124 @@ static void test_order(void)
 	ok(t);
 }
 
+/*
+ * Every other rank streams numbered messages of mixed sizes (some past
+ * the eager limit, so header and chunks) on two tags to rank 0, which
+ * takes them all with ANY_SOURCE, half with ANY_TAG, some pre-posted
+ * and some blocking. On a node-aware communicator the senders use both
+ * fabrics at once: each message must come exactly once, intact, and in
+ * its sender's order. Then an ANY_SOURCE receive is cancelled, and one
+ * from the last rank (another node in the node layouts of the tests)
+ * truncates without disturbing the message after it.
+ */
+static size_t mixed_len(int i)
+{
+	static const size_t lens[] = {0, 4, 33, 700, 5000, 20000, 4, 9000};
+
+	return lens[i % 8] < 4 ? 4 : lens[i % 8];
+}
+
+static void mixed_recv(unsigned char *buf, const ps_comm_status_t *st,
+		       int *next)
+{
+	const char *t = "mixed wildcards";
+	int seq;
+
+	memcpy(&seq, buf, sizeof(seq));
+	if (st->source < 1 || st->source >= size) {
+		fail(t, "source %d", st->source);
+		return;
+	}
+	if (seq != next[st->source] || st->tag != 40 + seq % 2 ||
+	    st->len != mixed_len(seq) ||
+	    verify_from(buf, sizeof(seq), st->len, st->source,
+			(size_t)seq) >= 0)
+		fail(t, "from %d: expected #%d, got #%d (tag %d, %zu B)",
+		     st->source, next[st->source], seq, st->tag, st->len);
+	next[st->source] = seq + 1;
+}
+
+static void test_mixed(void)
+{
+	const char *t = "mixed wildcards";
+	int n = quick ? 40 : 300, batch = 8;
+	size_t big = 20000;
+
+	if (rank) {
+		ps_comm_request_t *rq = calloc((size_t)n, sizeof(*rq));
+		unsigned char **out = calloc((size_t)n, sizeof(*out));
+
+		for (int i = 0; i < n; i++) {
+			out[i] = malloc(mixed_len(i));
+			fill(out[i], mixed_len(i), rank, (size_t)i);
+			memcpy(out[i], &i, sizeof(i));
+			CHECK_RC(t, ps_comm_isend(comm, out[i], mixed_len(i), 0,
+						  40 + i % 2, &rq[i]));
+		}
+		CHECK_RC(t, ps_comm_waitall((size_t)n, rq, NULL));
+		for (int i = 0; i < n; i++)
+			free(out[i]);
+		free(out);
+		free(rq);
+	} else {
+		int total = n * (size - 1), *next = calloc((size_t)size,
+							   sizeof(*next));
+		unsigned char *bufs = malloc(big * (size_t)batch);
+		ps_comm_request_t rq[8];
+		ps_comm_status_t st[8];
+
+		for (int got = 0; got < total;) {
+			int k = total - got < batch ? total - got : batch;
+
+			/* Pre-posted ANY_TAG receives, then blocking ones. */
+			for (int j = 0; j < k; j++)
+				CHECK_RC(t, ps_comm_irecv(comm, bufs + big * (size_t)j,
+							  big, PS_COMM_ANY_SOURCE,
+							  PS_COMM_ANY_TAG, &rq[j]));
+			CHECK_RC(t, ps_comm_waitall((size_t)k, rq, st));
+			for (int j = 0; j < k; j++)
+				mixed_recv(bufs + big * (size_t)j, &st[j], next);
+			got += k;
+			for (int j = 0; j < batch && got < total; j++, got++) {
+				CHECK_RC(t, ps_comm_recv(comm, bufs, big,
+							 PS_COMM_ANY_SOURCE,
+							 PS_COMM_ANY_TAG, &st[0]));
+				mixed_recv(bufs, &st[0], next);
+			}
+		}
+		for (int r = 1; r < size; r++)
+			if (next[r] != n)
+				fail(t, "rank %d: %d of %d messages", r, next[r],
+				     n);
+		free(next);
+		free(bufs);
+	}
+	barrier();
+	/* An ANY_SOURCE receive from another node truncates cleanly. */
+	if (rank == 0) {
+		unsigned char b[64];
+		ps_comm_status_t s2;
+		int rc = ps_comm_recv(comm, b, 4, PS_COMM_ANY_SOURCE, 45, &s2);
+
+		if (rc != PS_COMM_ERR_TRUNCATE || s2.len != 4 ||
+		    s2.source != size - 1 || verify(b, 4, size - 1, 64) >= 0)
+			fail(t, "truncated ANY_SOURCE receive: %s, %zu B from "
+			     "%d", ps_comm_strerror(rc), s2.len, s2.source);
+		CHECK_RC(t, ps_comm_recv(comm, b, sizeof(b), PS_COMM_ANY_SOURCE,
+					 45, &s2));
+		if (s2.len != 16 || verify(b, 16, size - 1, 16) >= 0)
+			fail(t, "message after the truncation: %zu B", s2.len);
+	} else if (rank == size - 1) {
+		unsigned char b[64];
+
+		fill(b, sizeof(b), rank, sizeof(b));
+		CHECK_RC(t, ps_comm_send(comm, b, sizeof(b), 0, 45));
+		fill(b, 16, rank, 16);
+		CHECK_RC(t, ps_comm_send(comm, b, 16, 0, 45));
+	}
+	ok(t);
+}
+
 /* One truncation case: send n bytes into a cap-byte buffer. */
 static void truncate_case(size_t n, size_t cap)
 {
@@ -494,6 +612,7 @@ int main(int argc, char **argv)
 	test_sizes();
 	test_wildcards();
 	test_order();
+	test_mixed();
 	test_truncate();
 	test_self();
 	test_poll();
