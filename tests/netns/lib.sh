@@ -16,6 +16,10 @@
 #	NETNS_FAMILY	4 (default) or 6: family of PS_COMM_ROOT
 #	NETNS_PORT	root port (default 29500 + number of runs so far)
 #	NETNS_FAIL_FAST	1: once one rank fails, kill the others
+#	NETNS_LAYOUT	ranks per namespace, e.g. "3 1" (default: one each);
+#			ranks are numbered namespace by namespace
+#	NETNS_AUTO_FABRIC 1: leave FI_PROVIDER unset in the ranks (pscomm
+#			then uses shm inside a namespace, tcp between them)
 #	NETNS_VERBOSE	1: trace the setup commands
 # Variables set:
 #	NETNS_NAMES[i] NETNS_IP4[i] NETNS_IP6[i] NETNS_SWITCH NETNS_COUNT
@@ -256,10 +260,26 @@ netns_root_addr() {
 # Per-rank statuses are left in NETNS_RANK_RC[i].
 netns_run_ranks() {
 	local tmo=$1 i n=$NETNS_COUNT root port pid rc first= timedout=0
-	local killed= start=$SECONDS elapsed
-	local -a pids=()
+	local killed= start=$SECONDS elapsed h k
+	local -a pids=() host_of=() fabric=(FI_PROVIDER="${FI_PROVIDER:-tcp}")
 	local -A rank_of=()
 	shift
+	# Rank i runs in namespace host_of[i].
+	if [ -n "${NETNS_LAYOUT:-}" ]; then
+		h=0
+		for k in $NETNS_LAYOUT; do
+			for ((i = 0; i < k; i++)); do host_of+=("$h"); done
+			h=$((h + 1))
+		done
+		if [ "$h" -gt "$NETNS_COUNT" ]; then
+			_netns_log "netns_run_ranks: NETNS_LAYOUT has $h hosts, only $NETNS_COUNT namespaces"
+			return 1
+		fi
+		n=${#host_of[@]}
+	else
+		for ((i = 0; i < n; i++)); do host_of+=("$i"); done
+	fi
+	[ "${NETNS_AUTO_FABRIC:-0}" = 1 ] && fabric=(-u FI_PROVIDER)
 	if [ "$n" -lt 1 ]; then
 		_netns_log "netns_run_ranks: no namespaces (netns_setup first)"
 		return 1
@@ -280,10 +300,10 @@ netns_run_ranks() {
 
 	for ((i = 0; i < n; i++)); do
 		(
-			timeout -k 5 "$tmo" ip netns exec "${NETNS_NAMES[i]}" \
-				env PS_COMM_RANK="$i" PS_COMM_SIZE="$n" \
-				PS_COMM_ROOT="$root" \
-				FI_PROVIDER="${FI_PROVIDER:-tcp}" \
+			timeout -k 5 "$tmo" ip netns exec \
+				"${NETNS_NAMES[host_of[i]]}" \
+				env "${fabric[@]}" PS_COMM_RANK="$i" \
+				PS_COMM_SIZE="$n" PS_COMM_ROOT="$root" \
 				"$@" </dev/null 2>&1 | sed -u "s/^/[$i] /"
 			exit "${PIPESTATUS[0]}"
 		) &
@@ -326,15 +346,15 @@ netns_run_ranks() {
 		rc=${NETNS_RANK_RC[i]}
 		[ "$rc" = 0 ] && continue
 		if [ -n "$killed" ] && [ "$i" != "$killed" ] && [ "$rc" = 137 ]; then
-			_netns_log "rank $i (${NETNS_NAMES[i]}) stopped after rank $killed failed"
+			_netns_log "rank $i (${NETNS_NAMES[host_of[i]]}) stopped after rank $killed failed"
 		elif { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } &&
 			[ "$elapsed" -ge $((${tmo%.*} - 1)) ]; then
 			timedout=1
-			_netns_log "rank $i (${NETNS_NAMES[i]}) timed out after ${tmo}s (status $rc)"
+			_netns_log "rank $i (${NETNS_NAMES[host_of[i]]}) timed out after ${tmo}s (status $rc)"
 		elif [ "$rc" -gt 128 ]; then
-			_netns_log "rank $i (${NETNS_NAMES[i]}) killed by signal $((rc - 128))"
+			_netns_log "rank $i (${NETNS_NAMES[host_of[i]]}) killed by signal $((rc - 128))"
 		else
-			_netns_log "rank $i (${NETNS_NAMES[i]}) exited with status $rc"
+			_netns_log "rank $i (${NETNS_NAMES[host_of[i]]}) exited with status $rc"
 		fi
 		[ -z "$first" ] && first=$rc
 	done
