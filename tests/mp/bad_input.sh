@@ -326,4 +326,60 @@ check "h: foreign job key: rank 0, left alone, fails" failed_with h0
 check "h: foreign job key: rank 0 fails within ~PS_COMM_TIMEOUT (< 9 s)" \
 	within h0 9000
 
+# --- i: node-aware settings ---------------------------------------------------
+
+spawn i1 PS_COMM_INTRA=bogus PS_COMM_TIMEOUT=5 PS_COMM_RANK=0 PS_COMM_SIZE=1 \
+	"$PINGPONG" $PPARGS
+finish i1
+check "i: PS_COMM_INTRA=bogus: fails" failed_with i1
+check "i: PS_COMM_INTRA=bogus: fails within 5 s" within i1 5000
+check "i: PS_COMM_INTRA=bogus: names the valid values" \
+	says i1 err "PS_COMM_INTRA=bogus: use auto, shm or net"
+
+free_port
+env_i="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
+env_i="$env_i PS_COMM_SIZE=2"
+spawn in0 $env_i PS_COMM_INTRA=shm PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn in1 $env_i PS_COMM_INTRA=net PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish in0
+finish in1
+for r in 0 1; do
+	o=$((1 - r))
+	check "i: PS_COMM_INTRA shm vs net: rank $r fails" failed_with in$r
+	check "i: PS_COMM_INTRA shm vs net: rank $r fails fast (< 8 s)" \
+		within in$r 8000
+	check "i: PS_COMM_INTRA shm vs net: rank $r names rank $o" \
+		says_re in$r err "rank $o .*(PS_COMM_INTRA|provider)"
+done
+
+free_port
+env_i="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
+env_i="$env_i PS_COMM_SIZE=2 FI_PROVIDER=shm"
+spawn is0 $env_i PS_COMM_NODE_ID=a PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn is1 $env_i PS_COMM_NODE_ID=b PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish is0
+finish is1
+for r in 0 1; do
+	o=$((1 - r))
+	check "i: FI_PROVIDER=shm across nodes: rank $r fails" failed_with is$r
+	check "i: FI_PROVIDER=shm across nodes: rank $r fails fast (< 8 s)" \
+		within is$r 8000
+	check "i: FI_PROVIDER=shm across nodes: rank $r names rank $o" \
+		says_re is$r err "rank $o .*is on another node"
+done
+
+free_port
+env_i="PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_ROOT=127.0.0.1:$port"
+env_i="$env_i PS_COMM_SIZE=2 FI_PROVIDER=tcp PS_COMM_INTRA=shm"
+spawn it0 $env_i PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn it1 $env_i PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish it0
+finish it1
+check "i: FI_PROVIDER=tcp with PS_COMM_INTRA=shm: runs" succeeded it0
+check "i: FI_PROVIDER=tcp with PS_COMM_INTRA=shm: warns it uses tcp" \
+	says it0 err "PS_COMM_INTRA=shm ignored: FI_PROVIDER=tcp"
+
 exit $failed
