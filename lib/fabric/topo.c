@@ -729,7 +729,7 @@ static void draw_count(const struct draw *d, hwloc_obj_type_t type,
 	fprintf(d->out, " %d %s%s%s", n, what, n == 1 ? "" : "s", sep);
 }
 
-void psc_topo_draw(const struct psc_topo *t, FILE *out,
+void psc_topo_draw(const struct psc_topo *t, FILE *out, int indent,
 		   psc_topo_label_fn label, void *arg)
 {
 	struct draw d = {.h = t->h, .out = out, .label = label, .arg = arg};
@@ -739,7 +739,7 @@ void psc_topo_draw(const struct psc_topo *t, FILE *out,
 
 	d.n = nics_all(t->h, hwloc_topology_get_topology_cpuset(t->h), false,
 		       &d.nics);
-	fprintf(out, "Machine:");
+	fprintf(out, "%*sMachine:", indent, "");
 	draw_count(&d, HWLOC_OBJ_PACKAGE, "package", ",");
 	draw_count(&d, HWLOC_OBJ_NUMANODE, "NUMA node", ",");
 	draw_count(&d, core_type(t->h), "core", ",");
@@ -748,19 +748,20 @@ void psc_topo_draw(const struct psc_topo *t, FILE *out,
 		int p = package_of(t->h, n);
 
 		if (p >= 0 && p != pkg)
-			fprintf(out, "Package %d\n", p);
+			fprintf(out, "%*sPackage %d\n", indent, "", p);
 		pkg = p;
-		draw_numa(&d, n, p >= 0 ? 2 : 0);
+		draw_numa(&d, n, indent + (p >= 0 ? 2 : 0));
 	}
 	for (size_t k = 0; k < d.n; k++)
 		several |= d.nics[k].nic.numa < 0;
 	if (several) {
-		fprintf(out, "Not local to one NUMA node:\n");
-		draw_nics(&d, -1, 2);
+		fprintf(out, "%*sNot local to one NUMA node:\n", indent, "");
+		draw_nics(&d, -1, indent + 2);
 	}
 	if (d.n == 0)
-		fprintf(out, "No network device in hwloc's view (no PCI NIC "
-			"here, or only virtual ones hwloc does not list)\n");
+		fprintf(out, "%*sNo network device in hwloc's view (no PCI "
+			"NIC here, or only virtual ones hwloc does not list)\n",
+			indent, "");
 	free(d.nics);
 }
 

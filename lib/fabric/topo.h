@@ -176,13 +176,14 @@ typedef void (*psc_topo_label_fn)(const struct psc_topo_nic *devs, size_t n,
 				  void *arg, char *buf, size_t len);
 
 /*
- * Draw t to out as an indented text tree: each package, its NUMA nodes
- * with their cores and PUs, and under each NUMA node the NICs local to it
- * (OS devices grouped by PCI function, with the PCI address and label's
- * text when label is not NULL); NICs local to several NUMA nodes come
- * last, and a machine without network devices says so. Never fails.
+ * Draw t to out as a text tree indented by indent spaces: each package,
+ * its NUMA nodes with their cores and PUs, and under each NUMA node the
+ * NICs local to it (OS devices grouped by PCI function, with the PCI
+ * address and label's text when label is not NULL); NICs local to
+ * several NUMA nodes come last, and a machine without network devices
+ * says so. Never fails.
  */
-void psc_topo_draw(const struct psc_topo *t, FILE *out,
+void psc_topo_draw(const struct psc_topo *t, FILE *out, int indent,
 		   psc_topo_label_fn label, void *arg);
 
 /*

@@ -333,7 +333,7 @@ START_TEST(test_draw)
 	FILE *f = open_memstream(&text, &size);
 
 	ck_assert_ptr_nonnull(f);
-	psc_topo_draw(t, f, label, NULL);
+	psc_topo_draw(t, f, 0, label, NULL);
 	fclose(f);
 	ck_assert_msg(strstr(text, m->drawn), "%s: drawing lacks\n%s\nin\n%s",
 		      m->file, m->drawn, text);
