@@ -5,15 +5,20 @@
  * and CPU placement a rank would get, and for every installed libfabric
  * provider whether pscomm can use it, with the attributes that decide its
  * behaviour or the reason it cannot. -p adds the parameter table, -v one
- * line per fi_info entry, and --replay judges a recorded `fi_info -v`
- * instead of this machine's (read by lib/replay, which is no part of
- * libpscomm). It never opens a fabric, so it is safe to run anywhere.
+ * line per fi_info entry, --topo a drawing of the machine (packages, NUMA
+ * nodes, cores and the NICs near each, with the providers on them),
+ * --topo-xml FILE the same drawing of a saved hwloc topology, and
+ * --replay judges a recorded `fi_info -v` instead of this machine's
+ * (read by lib/replay, which is no part of libpscomm). It never opens a
+ * fabric, so it is safe to run anywhere.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ps_comm.h"
 #include "ps_comm/info.h"
@@ -27,11 +32,14 @@ struct options {
 	bool params;	    /* -p: parameter table */
 	bool verbose;	    /* -v: one line per fi_info entry */
 	const char *replay; /* --replay FILE: judge a recorded fi_info -v */
+	bool topo;	    /* --topo: draw the topology */
+	const char *topo_xml; /* --topo-xml FILE: draw that one instead */
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: %s [-p] [-v] [-h] [--replay FILE]\n", progname);
+	fprintf(f, "usage: %s [-p] [-v] [-h] [--replay FILE] [--topo] "
+		"[--topo-xml FILE]\n", progname);
 }
 
 static void help(void)
@@ -43,7 +51,13 @@ static void help(void)
 	       "each provider's tunables\n"
 	       "  -h  print this help\n"
 	       "  --replay FILE  judge the entries of a recorded `fi_info -v` "
-	       "instead of this machine's\n");
+	       "instead of this machine's\n"
+	       "  --topo  add the topology: packages, NUMA nodes, cores and "
+	       "the NICs near\n"
+	       "          each, with the libfabric providers that use them\n"
+	       "  --topo-xml FILE  draw a saved hwloc topology (lstopo "
+	       "FILE.xml) instead of\n"
+	       "          this machine's; implies --topo\n");
 }
 
 /*
@@ -54,6 +68,8 @@ static int parse_args(int argc, char **argv, struct options *o)
 {
 	static const struct option longs[] = {
 		{"replay", required_argument, NULL, 'r'},
+		{"topo", no_argument, NULL, 't'},
+		{"topo-xml", required_argument, NULL, 'x'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -65,6 +81,13 @@ static int parse_args(int argc, char **argv, struct options *o)
 		switch (c) {
 		case 'r':
 			o->replay = optarg;
+			break;
+		case 't':
+			o->topo = true;
+			break;
+		case 'x':
+			o->topo = true;
+			o->topo_xml = optarg;
 			break;
 		case 'p':
 			o->params = true;
@@ -128,7 +151,14 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : EXIT_USAGE;
 	ps_comm_info_opts_init(&io);
 	io.flags = (opt.params ? PS_COMM_INFO_PARAMS : 0) |
-		   (opt.verbose ? PS_COMM_INFO_VERBOSE : 0);
+		   (opt.verbose ? PS_COMM_INFO_VERBOSE : 0) |
+		   (opt.topo ? PS_COMM_INFO_TOPO : 0);
+	io.topo_xml = opt.topo_xml;
+	if (opt.topo_xml && access(opt.topo_xml, R_OK) != 0) {
+		fprintf(stderr, "%s: --topo-xml: %s: %s\n", progname,
+			opt.topo_xml, strerror(errno));
+		return EXIT_FAILURE;
+	}
 	if (opt.replay && use_replay(opt.replay, &replayed, &io) != 0)
 		return EXIT_FAILURE;
 	rc = ps_comm_info_print(stdout, &io);

@@ -5,7 +5,7 @@
  * pscomm on one machine.  It gives every rank the environment pscomm's
  * bootstrap reads (PS_COMM_RANK, PS_COMM_SIZE, PS_COMM_ROOT, a random
  * PS_COMM_JOB_KEY unless one is set and, on request,
- * FI_PROVIDER), then treats the ranks as one job: the first rank that fails,
+ * FI_PROVIDER and PS_COMM_BIND), then treats the ranks as one job: the first rank that fails,
  * a timeout or an interrupt stops all of them, so a broken test can neither
  * leave processes behind nor hang the build.  Each rank runs in its own
  * process group, so stopping it also reaches whatever it started, and dies
@@ -69,6 +69,7 @@ static const char progname[] = "ps_comm_run";
 struct options {
 	int nranks;
 	const char *provider;	/* NULL: leave FI_PROVIDER alone */
+	const char *bind;	/* NULL: leave PS_COMM_BIND alone */
 	double timeout;		/* seconds; 0: none */
 	double grace;		/* seconds from a failure to SIGTERM */
 	bool tag_output;
@@ -134,13 +135,16 @@ static bool nofile_changed;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s -n N [--provider P] [--timeout S] [--grace S]"
-		" [--tag-output]\n"
-		"       [--] PROG [ARGS...]\n"
+		"usage: %s -n N [--provider P] [--bind none|core|numa]"
+		" [--timeout S]\n"
+		"       [--grace S] [--tag-output] [--] PROG [ARGS...]\n"
 		"Start N local ranks of PROG as one pscomm job.\n"
 		"  -n, --np N       number of ranks (1 to %d)\n"
 		"  --provider P     set FI_PROVIDER=P for the ranks\n"
-		"  --timeout S      kill the ranks after S seconds"
+		"  --bind B         set PS_COMM_BIND=B for the ranks: none,"
+		" core (a core\n"
+		"                   each, spread over NUMA nodes) or numa"
+		" (a NUMA node each)\n"		"  --timeout S      kill the ranks after S seconds"
 		" (fractions allowed;\n"
 		"                   0 means none); exit 124\n"
 		"  --grace S        after a rank fails, give the others S"
@@ -213,12 +217,28 @@ static bool parse_seconds(const char *s, double *out)
 	return true;
 }
 
+/*
+ * Whether s is a PS_COMM_BIND value. The launcher does not link the
+ * library (see above), so it keeps its own copy of the list that
+ * lib/fabric/topo.c parses; the ranks check it again at init.
+ */
+static bool bind_known(const char *s)
+{
+	static const char *const modes[] = { "none", "core", "numa" };
+
+	for (size_t k = 0; k < sizeof modes / sizeof modes[0]; k++)
+		if (strcmp(s, modes[k]) == 0)
+			return true;
+	return false;
+}
+
 /* Fill *o from the command line, or exit with status 2 (0 for --help). */
 static void parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "np", required_argument, NULL, 'n' },
 		{ "provider", required_argument, NULL, 'p' },
+		{ "bind", required_argument, NULL, 'b' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "grace", required_argument, NULL, 'g' },
 		{ "tag-output", no_argument, NULL, 'T' },
@@ -242,6 +262,12 @@ static void parse_options(int argc, char **argv, struct options *o)
 			if (!*optarg)
 				usage_error("empty provider name");
 			o->provider = optarg;
+			break;
+		case 'b':
+			if (!bind_known(optarg))
+				usage_error("bad --bind '%s' (want none, core "
+					    "or numa)", optarg);
+			o->bind = optarg;
 			break;
 		case 't':
 			if (!parse_seconds(optarg, &o->timeout))
@@ -399,6 +425,9 @@ static bool setup_env(const struct options *o)
 	setenv("PS_COMM_SIZE", buf, 1);
 	if (o->provider)
 		setenv("FI_PROVIDER", o->provider, 1);
+	/* Every rank is on this node: the node-local rank is the rank. */
+	if (o->bind)
+		setenv("PS_COMM_BIND", o->bind, 1);
 	/* PSM's handlers turn SIGSEGV, SIGBUS, ... into a backtrace and
 	 * exit(1), which hides the signal; they test only for presence. */
 	setenv("HFI_NO_BACKTRACE", "1", 0);

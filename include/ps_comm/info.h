@@ -4,7 +4,9 @@
  * every libfabric provider with whether pscomm can use it (and the
  * attributes that decide its behaviour, or the reason it cannot), the
  * provider and NIC ps_comm_init would choose, the collective algorithms
- * with their thresholds and, on request, the parameter table. It asks
+ * with their thresholds and, on request, the parameter table and a
+ * drawing of the machine's topology (packages, NUMA nodes, cores and the
+ * NICs near each, with the providers that use them). It asks
  * libfabric with the hints ps_comm_init uses and judges each entry with
  * the same provider profiles, so its verdict is the library's. It never
  * opens a fabric, so it is safe to call anywhere.
@@ -44,6 +46,7 @@ typedef int (*ps_comm_info_getinfo_fn)(uint32_t version, const char *node,
 #define PS_COMM_INFO_PARAMS 0x1u  /* the parameter table (PS_COMM_*) */
 #define PS_COMM_INFO_VERBOSE 0x2u /* each entry's fabric, domain and */
 				  /* address; each provider's tunables */
+#define PS_COMM_INFO_TOPO 0x4u	  /* the topology drawing */
 
 /*
  * What the report covers. Call ps_comm_info_opts_init() first: it sets
@@ -69,6 +72,13 @@ typedef struct ps_comm_info_opts {
 	const struct fi_info *entries;
 	/* Where entries came from (a file name), shown in the report. */
 	const char *entries_name;
+	/*
+	 * With PS_COMM_INFO_TOPO: an hwloc XML file (`lstopo FILE.xml`) to
+	 * draw instead of this machine, or NULL. Its NICs are matched to
+	 * providers only when entries are set too (a recording of the same
+	 * machine), since this machine's libfabric does not describe it.
+	 */
+	const char *topo_xml;
 } ps_comm_info_opts_t;
 
 /*

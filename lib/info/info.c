@@ -3,7 +3,7 @@
  * the settings as ps_comm_init would, then prints the versions, the
  * interface and CPU placement a rank would get, the providers and the
  * choice (providers.c), the collective algorithm table and, on request,
- * the parameter table. Each section reports what it cannot find rather
+ * the topology drawing (topology.c) and the parameter table. Each section reports what it cannot find rather
  * than failing, so the report explains a machine where pscomm cannot run.
  */
 #include <stdlib.h>
@@ -22,7 +22,8 @@
 #define OPTS_SIZE_V1                                                           \
 	(offsetof(ps_comm_info_opts_t, entries_name) + sizeof(const char *))
 
-#define KNOWN_FLAGS (PS_COMM_INFO_PARAMS | PS_COMM_INFO_VERBOSE)
+#define KNOWN_FLAGS                                                            \
+	(PS_COMM_INFO_PARAMS | PS_COMM_INFO_VERBOSE | PS_COMM_INFO_TOPO)
 
 /* ---------------------------------------------------------- versions */
 
@@ -170,6 +171,8 @@ static void load_context(struct psc_info *cx, FILE *out,
 	cx->gi = o->getinfo ? o->getinfo : fi_getinfo;
 	cx->replayed = o->entries;
 	cx->replay_name = o->entries_name ? o->entries_name : "the caller";
+	cx->topo = o->flags & PS_COMM_INFO_TOPO;
+	cx->topo_xml = o->topo_xml;
 	/* FI_PROVIDER filters libfabric, not recorded entries. */
 	cx->filter = o->entries ? NULL : getenv("FI_PROVIDER");
 	if (cx->filter && !*cx->filter)
@@ -201,6 +204,8 @@ int ps_comm_info_print(FILE *out, const ps_comm_info_opts_t *opts)
 	print_placement(&cx);
 	psc_info_providers(&cx);
 	psc_info_choice(&cx);
+	if (cx.topo)
+		psc_info_topology(&cx);
 	if (cx.params_ok) {
 		fprintf(out, "\n");
 		psc_coll_print_table(out, &cx.params);

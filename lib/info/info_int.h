@@ -30,6 +30,8 @@ struct psc_info {
 	psc_getinfo_fn gi;	     /* fi_getinfo, or the caller's */
 	const struct fi_info *replayed; /* the caller's recorded entries */
 	const char *replay_name;     /* where they came from */
+	bool topo;		     /* PS_COMM_INFO_TOPO */
+	const char *topo_xml;	     /* the topology to draw, NULL: here */
 };
 
 /*
@@ -45,6 +47,16 @@ void psc_info_providers(const struct psc_info *cx);
  * and its NIC's locality. Writes to cx->out; never fails.
  */
 void psc_info_choice(const struct psc_info *cx);
+
+/*
+ * The topology section (topology.c): the drawing of this machine or of
+ * cx->topo_xml (lib/fabric/topo.h), each NIC labelled with the providers
+ * whose entries sit on it (same PCI address, or a domain named after one
+ * of its OS devices: mlx5_0, eth0, efa_0-rdm), then the providers on no
+ * NIC drawn. Writes to cx->out; never fails (an unreadable file is
+ * reported in the section).
+ */
+void psc_info_topology(const struct psc_info *cx);
 
 /* ------------------------------------------------------ format.c */
 

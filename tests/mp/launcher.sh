@@ -20,7 +20,7 @@ if [ ! -x "$RUN" ]; then
 fi
 
 # The ranks' view of these is what is under test.
-unset PS_COMM_ROOT FI_PROVIDER PS_COMM_OP_TIMEOUT
+unset PS_COMM_ROOT FI_PROVIDER PS_COMM_OP_TIMEOUT PS_COMM_BIND
 
 # ok, not_ok, check and the launcher helpers (run, quick, gone) come from
 # common.sh.
@@ -63,6 +63,14 @@ check "--provider sets FI_PROVIDER" \
 	[ "$(sort -u "$tmp/out")" = tcp ]
 run -n 2 --provider=shm sh -c 'echo "$FI_PROVIDER"'
 check "--provider=P form" [ "$(sort -u "$tmp/out")" = shm ]
+
+run -n 2 --bind core sh -c 'echo "$PS_COMM_BIND"'
+check "--bind sets PS_COMM_BIND" [ "$(sort -u "$tmp/out")" = core ]
+run -n 2 --bind=numa sh -c 'echo "$PS_COMM_BIND"'
+check "--bind=B form" [ "$(sort -u "$tmp/out")" = numa ]
+run -n 1 sh -c 'echo "${PS_COMM_BIND-unset}"'
+check "without --bind, PS_COMM_BIND stays unset" \
+	[ "$(cat "$tmp/out")" = unset ]
 
 run -n 2 sh -c 'echo "$PS_COMM_RANK" "$@"' sh a 'b c'
 check "arguments reach the program" \
@@ -157,6 +165,9 @@ check "missing PROG: status 2" usage_error -n 2
 check "unknown option: status 2" usage_error -n 2 --bogus true
 check "bad timeout: status 2" usage_error -n 2 --timeout=abc true
 check "negative timeout: status 2" usage_error -n 2 --timeout -1 true
+check "unknown --bind: status 2" usage_error -n 2 --bind socket true
+check "the --bind error lists the values" \
+	grep -q "bad --bind 'socket' (want none, core or numa)" "$tmp/err"
 help_ok() {
 	run --help
 	[ "$rc" -eq 0 ] && grep -q '^usage:' "$tmp/out"
