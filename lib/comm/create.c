@@ -12,6 +12,7 @@
 
 #include "boot/boot.h"
 #include "comm/comm.h"
+#include "fabric/topo.h"
 #include "live/live.h"
 #include "util/log.h"
 
@@ -67,7 +68,7 @@ static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
  * yield-when-idle, PS_COMM_SPIN_US=-1 spins 200 us, or not at all when
  * this node runs more ranks (local) than the cores this process may use.
  */
-static void spin_policy(struct ps_comm *c, int local)
+static void spin_policy(struct ps_comm *c, int local, bool own_core)
 {
 	cpu_set_t set;
 	int cpus = 0;
@@ -77,7 +78,8 @@ static void spin_policy(struct ps_comm *c, int local)
 		return;
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		cpus = CPU_COUNT(&set);
-	us = cpus > 0 && local > cpus ? 0 : 200;
+	/* Bound to a core of its own (PS_COMM_BIND=core): no one to yield to. */
+	us = !own_core && cpus > 0 && local > cpus ? 0 : 200;
 	for (int i = 0; i < c->ch.npaths; i++)
 		psc_ep_set_spin(c->ch.path[i].ep, us);
 	psc_log(PSC_LOG_INFO, c->ch.rank, "%d ranks on this node, %d cores: "
@@ -98,6 +100,14 @@ static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 	const char *fp = getenv("FI_PROVIDER");
 	const char *intra = c->params.intra;
 	bool one = fp && *fp && !strpbrk(fp, ",^");
+	enum psc_bind bind;
+	char err[256];
+
+	/* PS_COMM_BIND applies after the exchange: check it before. */
+	if (psc_topo_bind_parse(c->params.bind, &bind, err, sizeof(err))) {
+		psc_comm_set_error(c, "%s", err);
+		return PS_COMM_ERR_CONFIG;
+	}
 
 	if (strcmp(intra, "auto") != 0 && strcmp(intra, "shm") != 0 &&
 	    strcmp(intra, "net") != 0) {
@@ -285,6 +295,31 @@ static void warn_no_key(const struct ps_comm *c,
 }
 
 /*
+ * Bind this rank as PS_COMM_BIND asks, now that its place among its
+ * node's ranks is known (the value was checked before the exchange);
+ * *own_core says whether it got a core to itself. Returns 0 or -errno
+ * with words in err.
+ */
+static int bind_rank(struct ps_comm *c, bool *own_core, char *err,
+		     size_t len)
+{
+	char msg[512];
+	int rc = psc_topo_bind_self(c->params.bind, c->local_rank,
+				    c->local_size, msg, sizeof(msg));
+
+	*own_core = rc == 0 && strcmp(c->params.bind, "core") == 0;
+	if (rc < 0) {
+		snprintf(err, len, "%s", msg);
+		return rc;
+	}
+	if (msg[0])
+		psc_log(rc == PSC_TOPO_BIND_FALLBACK ? PSC_LOG_WARN
+						     : PSC_LOG_INFO,
+			c->ch.rank, "%s", msg);
+	return 0;
+}
+
+/*
  * Open c's endpoints for mode: one (ANY or NET role), or for FAB_NODE
  * the pair, either half of which may be missing; *shm receives the
  * pair's shm endpoint when both opened. Returns 0 or PS_COMM_ERR_*.
@@ -390,6 +425,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	struct psc_boot_record me;
 	struct boot_ctx b = {.c = c, .me = &me};
 	enum fabrics mode;
+	bool own_core = false;
 	char err[1024];
 	int rc, local = 0;
 
@@ -422,6 +458,8 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	rc = exchange(c, &plan, &b, &local, err, sizeof(err));
 	if (!rc)
 		rc = psc_comm_set_nodes(c, b.raw);
+	if (!rc)
+		rc = bind_rank(c, &own_core, err, sizeof(err));
 	free(b.raw);
 	free(b.ids);
 	if (!rc)
@@ -440,7 +478,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 							  : err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : bootstrap_err(rc);
 	}
-	spin_policy(c, local);
+	spin_policy(c, local, own_core);
 	return 0;
 }
 

@@ -382,4 +382,22 @@ check "i: FI_PROVIDER=tcp with PS_COMM_INTRA=shm: runs" succeeded it0
 check "i: FI_PROVIDER=tcp with PS_COMM_INTRA=shm: warns it uses tcp" \
 	says it0 err "PS_COMM_INTRA=shm ignored: FI_PROVIDER=tcp"
 
+spawn ib PS_COMM_BIND=bogus PS_COMM_TIMEOUT=5 PS_COMM_RANK=0 PS_COMM_SIZE=1 \
+	"$PINGPONG" $PPARGS
+finish ib
+check "i: PS_COMM_BIND=bogus: fails" failed_with ib
+check "i: PS_COMM_BIND=bogus: fails within 5 s" within ib 5000
+check "i: PS_COMM_BIND=bogus: names the valid values" \
+	says_re ib err "PS_COMM_BIND.*bogus.*none, core or numa"
+
+# More ranks than cores with core binding: a warning naming the fallback.
+ncpu=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
+spawn ic PS_COMM_BIND=core PS_COMM_TIMEOUT=60 PS_COMM_OP_TIMEOUT=30 \
+	"$builddir/tools/ps_comm_run" -n $((ncpu + 1)) -- "$PINGPONG" $PPARGS
+finish ic
+check "i: core binding with $((ncpu + 1)) ranks on $ncpu cores: runs" \
+	succeeded ic
+check "i: core binding with too many ranks: warns what it did instead" \
+	says_re ic err "core binding: $((ncpu + 1)) node-local ranks but $ncpu cores; bound to NUMA nodes instead"
+
 exit $failed

@@ -8,7 +8,9 @@
  * parser's errors and, on this machine, binding the test process itself.
  * Every expected value was read by hand from the XML files.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
