@@ -105,7 +105,7 @@ static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 
 	/* PS_COMM_BIND applies after the exchange: check it before. */
 	if (psc_topo_bind_parse(c->params.bind, &bind, err, sizeof(err))) {
-		psc_comm_set_error(c, "%s", err);
+		psc_comm_set_error(c, "PS_COMM_BIND: %s", err);
 		return PS_COMM_ERR_CONFIG;
 	}
 
