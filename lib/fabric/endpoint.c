@@ -187,7 +187,7 @@ static void apply_params(struct psc_caps *c, const struct psc_select *s)
  */
 static const char *const net_order[] = {
 	"efa", "opx", "psm3", "psm2", "cxi", "verbs;ofi_rxm", "verbs",
-	"tcp;ofi_rxm", "tcp", "sockets", "udp;ofi_rxd", "udp",
+	"verbs;ofi_rxd", "tcp;ofi_rxm", "tcp", "sockets", "udp;ofi_rxd", "udp",
 };
 
 int psc_net_preference(const char *prov_name)

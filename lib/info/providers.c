@@ -470,6 +470,14 @@ static void print_pick(const struct psc_info *cx, const struct fi_info *pick,
 			"PS_COMM_IFNAME would use %s, domain %s\n",
 			pick->fabric_attr->prov_name,
 			psc_info_nz(pick->domain_attr->name));
+	else if (sel->role == PSC_ROLE_NET)
+		fprintf(cx->out, "\npscomm would use: %s, domain %s, between "
+			"nodes (the best usable provider in pscomm's order: "
+			"hardware first, then tcp%s%s)\n",
+			pick->fabric_attr->prov_name,
+			psc_info_nz(pick->domain_attr->name),
+			sel->nic_distance >= 0 ? "; then the nearest NIC" : "",
+			cx->filter ? "; after FI_PROVIDER" : "");
 	else
 		fprintf(cx->out, "\npscomm would use: %s, domain %s (the first "
 			"usable entry in libfabric's order%s%s)\n",
@@ -478,6 +486,38 @@ static void print_pick(const struct psc_info *cx, const struct fi_info *pick,
 			sel->nic_distance >= 0 ? ", then the nearest NIC" : "",
 			cx->filter ? ", after FI_PROVIDER"
 				   : "; FI_PROVIDER chooses another");
+}
+
+/*
+ * The path between ranks of one node that ps_comm_init would take, for
+ * a node-aware choice (FI_PROVIDER not naming one provider): shm when
+ * it is usable and PS_COMM_INTRA allows it.
+ */
+static void print_intra(const struct psc_info *cx, const char *intra,
+			const struct fi_info *net)
+{
+	struct psc_select sel = {
+		.params = cx->params_ok ? &cx->params : NULL,
+		.rank = -1,
+		.role = PSC_ROLE_SHM,
+	};
+	const struct fi_info *shm = NULL;
+	struct fi_info *list = NULL;
+	bool relaxed;
+
+	if (strcmp(intra, "net") != 0 &&
+	    psc_ep_query(cx->gi, "shm", &list, &relaxed) == 0)
+		shm = psc_ep_select(list, &sel);
+	if (shm)
+		fprintf(cx->out, "  inside a node: shm (all ranks on one node: "
+			"shm only; PS_COMM_INTRA=net sends everything over "
+			"the network)\n");
+	else
+		fprintf(cx->out, "  inside a node: %s too (%s)\n",
+			net ? net->fabric_attr->prov_name : "nothing",
+			strcmp(intra, "net") == 0 ? "PS_COMM_INTRA=net"
+						  : "shm is not usable here");
+	psc_fab_freeinfo(list);
 }
 
 void psc_info_choice(const struct psc_info *cx)
@@ -489,9 +529,14 @@ void psc_info_choice(const struct psc_info *cx)
 	};
 	const struct fi_info *pick = NULL;
 	struct fi_info *list = NULL;
+	const char *intra = cx->params_ok ? cx->params.intra : "auto";
+	/* FI_PROVIDER naming one provider sends everything over it. */
+	bool one = cx->filter && *cx->filter && !strpbrk(cx->filter, ",^");
 	char nic[256];
 	bool relaxed;
 
+	if (!one)
+		sel.role = PSC_ROLE_NET;
 	if (psc_ep_query(cx->gi, NULL, &list, &relaxed) == 0)
 		pick = psc_ep_select(list, &sel);
 	/*
@@ -504,6 +549,8 @@ void psc_info_choice(const struct psc_info *cx)
 		pick = psc_ep_select(list, &sel);
 	}
 	print_pick(cx, pick, &sel);
+	if (!one)
+		print_intra(cx, intra, pick);
 	if (pick && sel.caps.nic_local) {
 		psc_topo_nic_describe(pick, sel.distance_arg, nic,
 				      sizeof(nic));

@@ -370,6 +370,86 @@ static const char tcp_two_ifaces[] =
 	"    fi_fabric_attr:\n"
 	"        prov_name: tcp;ofi_rxm\n";
 
+/* A machine with tcp, shm and verbs, in libfabric's order. */
+static const char three_fabrics[] =
+	"fi_info:\n"
+	"    caps: [ FI_MSG, FI_TAGGED, FI_RECV, FI_SEND, FI_DIRECTED_RECV ]\n"
+	"    addr_format: FI_SOCKADDR_IN\n"
+	"    fi_ep_attr:\n"
+	"        type: FI_EP_RDM\n"
+	"    fi_domain_attr:\n"
+	"        name: eth0\n"
+	"    fi_fabric_attr:\n"
+	"        prov_name: tcp;ofi_rxm\n"
+	"fi_info:\n"
+	"    caps: [ FI_MSG, FI_TAGGED, FI_RECV, FI_SEND, FI_DIRECTED_RECV ]\n"
+	"    addr_format: FI_ADDR_STR\n"
+	"    fi_ep_attr:\n"
+	"        type: FI_EP_RDM\n"
+	"    fi_domain_attr:\n"
+	"        name: shm\n"
+	"    fi_fabric_attr:\n"
+	"        prov_name: shm\n"
+	"fi_info:\n"
+	"    caps: [ FI_MSG, FI_TAGGED, FI_RECV, FI_SEND, FI_DIRECTED_RECV ]\n"
+	"    addr_format: FI_SOCKADDR_IB\n"
+	"    fi_ep_attr:\n"
+	"        type: FI_EP_RDM\n"
+	"    fi_domain_attr:\n"
+	"        name: mlx5_0\n"
+	"    fi_fabric_attr:\n"
+	"        prov_name: verbs;ofi_rxm\n";
+
+/*
+ * Roles: ANY keeps libfabric's first, NET takes the best network provider
+ * (hardware before tcp, never shm), SHM only shm; software matching is
+ * switched on when a pair asks for it.
+ */
+START_TEST(test_roles)
+{
+	struct fi_info *list = NULL;
+	struct psc_select sel;
+	char err[256];
+
+	ck_assert_int_eq(psc_replay_parse(three_fabrics, &list, err,
+					  sizeof(err)), 0);
+	memset(&sel, 0, sizeof(sel));
+	sel.rank = -1;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "tcp;ofi_rxm");
+	sel.role = PSC_ROLE_NET;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "verbs;ofi_rxm");
+	ck_assert(!sel.caps.sw_match);
+	sel.sw_match = true;
+	psc_ep_select(list, &sel);
+	ck_assert(sel.caps.sw_match);
+	sel.role = PSC_ROLE_SHM;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "shm");
+	/* Without verbs, NET falls back to tcp; without shm, SHM has none. */
+	list->next->next = NULL;
+	sel.role = PSC_ROLE_NET;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "tcp;ofi_rxm");
+	fi_freeinfo(list->next);
+	list->next = NULL;
+	sel.role = PSC_ROLE_SHM;
+	ck_assert_ptr_null(psc_ep_select(list, &sel));
+	fi_freeinfo(list);
+	/* The documented order. */
+	ck_assert_int_eq(psc_net_preference("shm"), -1);
+	ck_assert_int_lt(psc_net_preference("efa"),
+			 psc_net_preference("psm2"));
+	ck_assert_int_lt(psc_net_preference("psm2"),
+			 psc_net_preference("verbs;ofi_rxm"));
+	ck_assert_int_lt(psc_net_preference("verbs;ofi_rxm"),
+			 psc_net_preference("tcp;ofi_rxm"));
+	ck_assert_int_lt(psc_net_preference("tcp;ofi_rxm"),
+			 psc_net_preference("net"));
+}
+END_TEST
+
 /* IP providers follow the bootstrap interface unless FI_TCP_IFACE is set. */
 START_TEST(test_ip_iface)
 {
@@ -593,6 +673,7 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_nic_locality);
 	tcase_add_test(tc, test_first_usable_fixes_provider);
 	tcase_add_test(tc, test_ip_iface);
+	tcase_add_test(tc, test_roles);
 	tcase_add_test(tc, test_params_applied);
 	suite_add_tcase(s, tc);
 
