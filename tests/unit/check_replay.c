@@ -428,6 +428,7 @@ START_TEST(test_roles)
 	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
 			 "shm");
 	/* Without verbs, NET falls back to tcp; without shm, SHM has none. */
+	fi_freeinfo(list->next->next);
 	list->next->next = NULL;
 	sel.role = PSC_ROLE_NET;
 	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
