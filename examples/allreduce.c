@@ -36,7 +36,7 @@ static const char *const op_names[PS_COMM_OP_COUNT] = {
 	[PS_COMM_MAX] = "max",
 };
 static const char *const algo_names[] = {"auto", "ring", "rd",
-					 "rabenseifner"};
+					 "rabenseifner", "hier"};
 
 struct opts {
 	size_t min, max;
@@ -55,7 +55,7 @@ static void usage(FILE *f)
 		"  DTYPE: int8 uint8 int32 uint32 int64 uint64 float16 "
 		"bfloat16 float32 (default) float64\n"
 		"  OP: sum (default) prod min max\n"
-		"  ALGO: auto (default) ring rd rabenseifner\n"
+		"  ALGO: auto (default) ring rd rabenseifner hier\n"
 		"  -i ITERS: timed calls per size (default: 5 to 1000, "
 		"fewer for large sizes)\n"
 		"  -c: check every result\n");

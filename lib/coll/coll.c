@@ -43,6 +43,7 @@ typedef int (*choose_fn)(const struct psc_params *p,
 
 struct coll_desc {
 	const char *name;
+	bool reduces;	 /* combines data: deterministic mode applies */
 	const char *env; /* the PS_COMM_<COLL>_ALGO variable */
 	const struct algo *algos;
 	int nalgos;
@@ -51,17 +52,24 @@ struct coll_desc {
 	const char *rule; /* the auto rule, in words */
 };
 
+/*
+ * hier is the last entry of every table: intra-node steps over shm, few
+ * messages between nodes (N = nodes, L = ranks per node; *_hier.c).
+ */
 static const struct algo barrier_algos[] = {
 	{"dissemination", psc_barrier_dissemination, "ceil(log2 n) a"},
+	{"hier", psc_barrier_hier, "2 a_shm + ceil(log2 N) a"},
 };
 static const struct algo bcast_algos[] = {
 	{"binomial", psc_bcast_binomial, "ceil(log2 n)(a + m b)"},
 	{"scatter_ring", psc_bcast_scatter_ring, "2(n-1) a + 2((n-1)/n) m b"},
+	{"hier", psc_bcast_hier, "bcast on N nodes, then on L ranks (shm)"},
 };
 static const struct algo reduce_algos[] = {
 	{"binomial", psc_reduce_binomial, "ceil(log2 n)(a + m b + m g)"},
 	{"rs_gather", psc_reduce_rs_gather,
 	 "2(n-1) a + 2((n-1)/n) m b + ((n-1)/n) m g"},
+	{"hier", psc_reduce_hier, "reduce on L ranks (shm), then on N nodes"},
 };
 static const struct algo allreduce_algos[] = {
 	{"rd", psc_allreduce_rd, "log2 p (a + m b + m g) [+2a+2mb if n!=2^k]"},
@@ -69,14 +77,20 @@ static const struct algo allreduce_algos[] = {
 	 "2 log2 p a + 2((p-1)/p) m b + ((p-1)/p) m g"},
 	{"ring", psc_allreduce_ring,
 	 "2(n-1) a + 2((n-1)/n) m b + ((n-1)/n) m g"},
+	{"hier", psc_allreduce_hier,
+	 "rs on L (shm), allreduce of m/L on N nodes, ag on L (shm)"},
 };
 static const struct algo allgather_algos[] = {
 	{"ring", psc_allgather_ring, "(n-1) a + ((n-1)/n) m b"},
 	{"rd", psc_allgather_rd, "log2 n a + ((n-1)/n) m b (n = 2^k)"},
+	{"hier", psc_allgather_hier,
+	 "gather to leaders (shm), (N-1) a + ((N-1)/N) m b, bcast (shm)"},
 };
 static const struct algo reduce_scatter_algos[] = {
 	{"ring", psc_reduce_scatter_ring,
 	 "(n-1) a + ((n-1)/n) m b + ((n-1)/n) m g"},
+	{"hier", psc_reduce_scatter_hier,
+	 "allreduce hier's rs and inter steps, scatter on L (shm)"},
 };
 
 static bool is_pow2(int n)
@@ -118,29 +132,36 @@ static int choose_allgather(const struct psc_params *p,
 	return is_pow2(a->size) && bytes * (size_t)a->size <= p->allgather_rd_max;
 }
 
-#define DESC(kind, nm, algos, field, choose, rule)                             \
-	[COLL_##kind] = {#nm, "PS_COMM_" #kind "_ALGO", algos,                        \
+#define DESC(kind, nm, red, algos, field, choose, rule)                        \
+	[COLL_##kind] = {#nm, red, "PS_COMM_" #kind "_ALGO", algos,             \
 		  (int)PSC_ARRAY_SIZE(algos),                                  \
 		  offsetof(struct psc_params, field), choose, rule}
 
+/* The first words of every auto rule (hier_auto decides). */
+#define HIER_RULE "hier on several nodes with several ranks on one, "
+#define HIER_RULE_RED                                                          \
+	"hier on several nodes with several ranks on one (not when "           \
+	"deterministic), "
+
 static const struct coll_desc colls[COLL_KINDS] = {
-	DESC(BARRIER, barrier, barrier_algos, barrier_algo,
-	     choose_first, "always dissemination"),
-	DESC(BCAST, bcast, bcast_algos, bcast_algo, choose_bcast,
-	     "scatter_ring from PS_COMM_BCAST_SCATTER_MIN, else binomial"),
-	DESC(REDUCE, reduce, reduce_algos, reduce_algo, choose_reduce,
-	     "rs_gather from PS_COMM_REDUCE_RS_MIN or when deterministic, "
+	DESC(BARRIER, barrier, false, barrier_algos, barrier_algo,
+	     choose_first, HIER_RULE "else dissemination"),
+	DESC(BCAST, bcast, false, bcast_algos, bcast_algo, choose_bcast,
+	     HIER_RULE "else scatter_ring from PS_COMM_BCAST_SCATTER_MIN, "
 	     "else binomial"),
-	DESC(ALLREDUCE, allreduce, allreduce_algos, allreduce_algo,
+	DESC(REDUCE, reduce, true, reduce_algos, reduce_algo, choose_reduce,
+	     HIER_RULE_RED "else rs_gather from PS_COMM_REDUCE_RS_MIN or when "
+	     "deterministic, else binomial"),
+	DESC(ALLREDUCE, allreduce, true, allreduce_algos, allreduce_algo,
 	     choose_allreduce,
-	     "rd up to PS_COMM_ALLREDUCE_RD_MAX, ring from "
-	     "PS_COMM_ALLREDUCE_RING_MIN, rabenseifner between"),
-	DESC(ALLGATHER, allgather, allgather_algos, allgather_algo,
+	     HIER_RULE_RED "else rd up to PS_COMM_ALLREDUCE_RD_MAX, ring "
+	     "from PS_COMM_ALLREDUCE_RING_MIN, rabenseifner between"),
+	DESC(ALLGATHER, allgather, false, allgather_algos, allgather_algo,
 	     choose_allgather,
-	     "rd up to PS_COMM_ALLGATHER_RD_MAX in total when n = 2^k, else "
-	     "ring"),
-	DESC(REDUCE_SCATTER, reduce_scatter, reduce_scatter_algos,
-	     reduce_scatter_algo, choose_first, "always ring"),
+	     HIER_RULE "else rd up to PS_COMM_ALLGATHER_RD_MAX in total when "
+	     "n = 2^k, else ring"),
+	DESC(REDUCE_SCATTER, reduce_scatter, true, reduce_scatter_algos,
+	     reduce_scatter_algo, choose_first, HIER_RULE_RED "else ring"),
 };
 
 /* The configured algorithm name for a collective. */
@@ -148,6 +169,25 @@ static const char *algo_param(const struct psc_params *p,
 			      const struct coll_desc *d)
 {
 	return *(const char *const *)((const char *)p + d->param);
+}
+
+/*
+ * Does auto pick hier? When the ranks span several nodes and at least one
+ * node has several ranks: then the flat algorithms send most of their
+ * messages over the network although node-local peers are reachable over
+ * shm. This holds for every size: for large messages hier moves 1/L of
+ * the data across nodes, and for tiny ones on few nodes it still pays,
+ * since a network hop costs tens of microseconds and a shm hop about
+ * one, so log2(N) network rounds plus a few shm ones beat log2(n)
+ * mostly-network rounds. Not for reductions in deterministic mode: hier
+ * builds the flat deterministic schedule then, so auto names that.
+ */
+static bool hier_auto(const struct ps_comm *c, enum coll_kind kind,
+		      const struct psc_coll_args *a)
+{
+	if (!c->node_of || c->nnodes < 2 || c->nnodes == c->ch.size)
+		return false;
+	return !(colls[kind].reduces && a->deterministic);
 }
 
 /*
@@ -162,7 +202,8 @@ static int pick_algo(struct ps_comm *c, enum coll_kind kind,
 	int i;
 
 	if (!want[0] || strcmp(want, "auto") == 0)
-		return d->choose(&c->params, a, bytes);
+		return hier_auto(c, kind, a) ? d->nalgos - 1
+					     : d->choose(&c->params, a, bytes);
 	for (i = 0; i < d->nalgos; i++)
 		if (strcmp(want, d->algos[i].name) == 0)
 			break;
@@ -175,9 +216,77 @@ static int pick_algo(struct ps_comm *c, enum coll_kind kind,
 	if (kind == COLL_ALLGATHER && i == 1 && !is_pow2(a->size))
 		i = 0;
 	/* A binomial reduce has no fixed order: keep the promise. */
-	if (kind == COLL_REDUCE && a->deterministic)
+	if (kind == COLL_REDUCE && a->deterministic && i == 0)
 		i = 1;
 	return i;
+}
+
+/* The smallest node's rank count (1 when out of memory: still valid). */
+static int min_node_size(const struct ps_comm *c)
+{
+	int *cnt = calloc((size_t)c->nnodes, sizeof(int)), m = c->ch.size;
+
+	if (!cnt)
+		return 1;
+	for (int r = 0; r < c->ch.size; r++)
+		cnt[c->node_of[r]]++;
+	for (int k = 0; k < c->nnodes; k++)
+		m = PSC_MIN(m, cnt[k]);
+	free(cnt);
+	return PSC_MAX(m, 1);
+}
+
+/* The flat algorithm auto picks for a call like a on n ranks. */
+static psc_coll_build_fn flat_choice(const struct ps_comm *c,
+				     enum coll_kind kind,
+				     const struct psc_coll_args *a, int n,
+				     size_t count, size_t bytes)
+{
+	struct psc_coll_args t = *a;
+
+	t.size = n;
+	t.count = count;
+	return colls[kind].algos[colls[kind].choose(&c->params, &t, bytes)]
+		.build;
+}
+
+/*
+ * For hier: the node map, and the flat algorithms of its steps, chosen
+ * by the auto rules for what each step moves on how many ranks (the
+ * same on every rank of a step: node count, smallest node, local size).
+ */
+static void hier_steps(const struct ps_comm *c, enum coll_kind kind,
+		       struct psc_coll_args *a, size_t bytes)
+{
+	int nn = c->node_of ? c->nnodes : 1, m;
+	size_t n = (size_t)a->size;
+
+	a->node_of = c->node_of;
+	a->nnodes = nn;
+	switch (kind) {
+	case COLL_BCAST:
+	case COLL_REDUCE:
+		a->hier.inter = flat_choice(c, kind, a, nn, a->count, bytes);
+		a->hier.intra = flat_choice(c, kind, a, c->local_size,
+					    a->count, bytes);
+		break;
+	case COLL_ALLREDUCE:
+	case COLL_REDUCE_SCATTER:
+		/* Between nodes: an allreduce of one of m pieces. */
+		m = c->node_of ? min_node_size(c) : a->size;
+		n = kind == COLL_ALLREDUCE ? 1 : n;
+		a->hier.inter = flat_choice(c, COLL_ALLREDUCE, a, nn,
+					    a->count * n / (size_t)m,
+					    bytes / (size_t)m);
+		break;
+	case COLL_ALLGATHER:
+		/* Inside nodes: a bcast of the whole result. */
+		a->hier.intra = flat_choice(c, COLL_BCAST, a, c->local_size,
+					    a->count * n, bytes * n);
+		break;
+	default:
+		break;
+	}
 }
 
 /* Fold a few values into the 4-bit signature in the tag. */
@@ -212,6 +321,8 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 		algo = pick_algo(c, kind, a, bytes);
 		if (algo < 0)
 			return PS_COMM_ERR_CONFIG;
+		if (algo == colls[kind].nalgos - 1)
+			hier_steps(c, kind, a, bytes);
 	}
 	s = psc_sched_new(c, tag, a->dtype, a->op);
 	if (!s)

@@ -36,6 +36,20 @@ struct psc_coll_args {
 	int root;
 	size_t seg;	     /* pipelining segment, elements (>= 1) */
 	bool deterministic;  /* fixed rank-order reduction */
+	/*
+	 * For hier: the node map (rank -> node, numbered by lowest rank;
+	 * NULL: one node) and the flat algorithms the dispatcher chose for
+	 * the step between nodes and the one inside a node (hier_*.c say
+	 * which collective's algorithm each is; may be NULL where unused).
+	 */
+	const int *node_of;
+	int nnodes;
+	struct psc_coll_algos {
+		int (*inter)(struct psc_sched *s,
+			     const struct psc_coll_args *a);
+		int (*intra)(struct psc_sched *s,
+			     const struct psc_coll_args *a);
+	} hier;
 };
 
 /*
@@ -69,6 +83,20 @@ int psc_sched_copy(struct psc_sched *s, void *dst, const void *src,
  * overwrites memory earlier steps may still be sending from.
  */
 int psc_sched_fence(struct psc_sched *s);
+/*
+ * Start a new phase: every operation added from now on starts only once
+ * every operation added before this call is done, sends included. For
+ * algorithms chained from building blocks that take no ready input.
+ * Returns the fence operation's index (or -1).
+ */
+int psc_sched_phase(struct psc_sched *s);
+/*
+ * Peers of the sends and receives added from now on are indices into
+ * map (map[peer] is the communicator rank), or communicator ranks when
+ * map is NULL. map is read while operations are added only; it lets a
+ * building block written for ranks 0..n-1 run on a subset of ranks.
+ */
+void psc_sched_peers(struct psc_sched *s, const int *map);
 /* Operation op starts only after operation dep is done. dep < op. */
 void psc_sched_after(struct psc_sched *s, int op, int dep);
 /* Scratch memory freed with the schedule; NULL (sticky error) if none. */
@@ -198,6 +226,82 @@ int psc_rd_fold_in(struct psc_sched *s, const struct psc_coll_args *a,
 void psc_rd_fold_out(struct psc_sched *s, const struct psc_coll_args *a,
 		     char *work, size_t count, int ready);
 
+/* ------------------------------------------------- hierarchical steps */
+
+/*
+ * Where the ranks of a call sit, from a->node_of (hier.c): filled by
+ * psc_hier_layout, arrays in schedule scratch.
+ */
+struct psc_hier {
+	int *lidx;	/* rank -> its index among its node's ranks */
+	int *nsize;	/* node -> number of ranks */
+	int node, li;	/* this rank's node and index on it */
+	int nnodes;
+	int minsize;	/* the smallest node's rank count */
+};
+
+/* A subset of the ranks that one step of a hierarchical algorithm uses. */
+struct psc_group {
+	int *ranks;	/* communicator rank of member i, ascending */
+	int n;
+	int me;		/* this rank's index, or -1 if not a member */
+};
+
+/* Fill h for a; false (sticky error in s) when out of memory. */
+bool psc_hier_layout(struct psc_sched *s, const struct psc_coll_args *a,
+		     struct psc_hier *h);
+
+/* Selects the members of a group: rank r is in it. */
+typedef bool (*psc_member_fn)(const struct psc_hier *h,
+			      const struct psc_coll_args *a, int r);
+
+/*
+ * The group of the ranks in() selects, in rank order; false (sticky
+ * error) when out of memory.
+ */
+bool psc_group_of(struct psc_sched *s, const struct psc_coll_args *a,
+		  const struct psc_hier *h, psc_member_fn in,
+		  struct psc_group *g);
+
+/* Selectors: the ranks of this rank's node; each node's lowest rank. */
+bool psc_on_my_node(const struct psc_hier *h, const struct psc_coll_args *a,
+		    int r);
+bool psc_node_leader(const struct psc_hier *h,
+		     const struct psc_coll_args *a, int r);
+/*
+ * One rank per node that speaks for it in a rooted collective: the root
+ * on the root's node, the lowest rank on the others.
+ */
+bool psc_node_rep(const struct psc_hier *h, const struct psc_coll_args *a,
+		  int r);
+
+/* Index of communicator rank r in g, or -1. */
+int psc_group_index(const struct psc_group *g, int r);
+
+/*
+ * Begin a step on g: a new phase of s (the step waits for everything
+ * before it), peers become g's member indices, and sub receives a with
+ * g's rank and size (root 0; the caller sets buffers, count and root).
+ * g NULL: back to the whole communicator. Returns true if this rank
+ * takes part in a step with other ranks (member of g, g->n > 1).
+ */
+bool psc_hier_step(struct psc_sched *s, const struct psc_coll_args *a,
+		   const struct psc_group *g, struct psc_coll_args *sub);
+
+/*
+ * The first two steps of the hierarchical allreduce, on work (count
+ * elements, this rank's input, reduced in place): on a node with more
+ * ranks than the smallest node's m, the rank of index li >= m folds its
+ * vector into the one of index li % m (binomial reduce); the first m
+ * ranks of each node reduce-scatter work into m pieces (piece i on index
+ * i, from psc_block); the ranks of index i on all nodes allreduce piece
+ * i with a->hier.inter. Returns this rank's piece, fully reduced in
+ * work, or -1 for a rank that folded. In allreduce_hier.c.
+ */
+int psc_hier_reduce_pieces(struct psc_sched *s, const struct psc_coll_args *a,
+			   const struct psc_hier *h, char *work,
+			   size_t count);
+
 /* ---------------------------------------------------------- algorithms */
 
 /*
@@ -222,6 +326,18 @@ int psc_reduce_binomial(struct psc_sched *s, const struct psc_coll_args *a);
 int psc_reduce_rs_gather(struct psc_sched *s, const struct psc_coll_args *a);
 int psc_reduce_scatter_ring(struct psc_sched *s,
 			    const struct psc_coll_args *a);
+
+/*
+ * Hierarchical algorithms (one file each, *_hier.c): few, large messages
+ * between nodes and the rest inside them. Any node layout.
+ */
+int psc_allreduce_hier(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_reduce_scatter_hier(struct psc_sched *s,
+			    const struct psc_coll_args *a);
+int psc_reduce_hier(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_bcast_hier(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_allgather_hier(struct psc_sched *s, const struct psc_coll_args *a);
+int psc_barrier_hier(struct psc_sched *s, const struct psc_coll_args *a);
 
 /* ------------------------------------------------------------- kernels */
 

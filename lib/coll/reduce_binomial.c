@@ -21,8 +21,12 @@ int psc_reduce_binomial(struct psc_sched *s, const struct psc_coll_args *a)
 
 	if (!acc || !tmp)
 		return 0;
+	/*
+	 * A step of the schedule, not a copy now: in a hierarchical
+	 * algorithm the input is an earlier step's result.
+	 */
 	if (acc != a->sendbuf)
-		memcpy(acc, a->sendbuf, bytes);
+		prev = psc_sched_copy(s, acc, a->sendbuf, bytes);
 	for (int mask = 1; mask < n; mask <<= 1) {
 		if (v & mask) {
 			int op = psc_sched_send(s, acc, bytes,

@@ -56,6 +56,8 @@ struct psc_sched {
 	int *last_chan;	/* per peer: last send [2p], last receive [2p+1] */
 	void **tmps;
 	int ntmps, tmpcap;
+	const int *map;	/* peers of new operations: map[peer], or as given */
+	int gate;	/* every new operation waits for it, or -1 */
 	int first;	/* operations before this one are done */
 	int err;	/* internal code once failed */
 	bool leak_tmp;	/* a receive could not be withdrawn */
@@ -80,6 +82,7 @@ struct psc_sched *psc_sched_new(struct ps_comm *c, uint32_t tag,
 	for (int i = 0; i < 2 * c->ch.size; i++)
 		s->last_chan[i] = -1;
 	s->comm = c;
+	s->gate = -1;
 	s->tag = tag;
 	s->dtype = dtype;
 	s->op = op;
@@ -158,7 +161,9 @@ static int add_op(struct psc_sched *s, enum sop_kind kind)
 	o->state = SOP_WAIT;
 	o->chan_prev = -1;
 	o->succ = -1;
-	return s->nops++;
+	s->nops++;
+	psc_sched_after(s, s->nops - 1, s->gate);
+	return s->nops - 1;
 }
 
 void psc_sched_after(struct psc_sched *s, int op, int dep)
@@ -182,10 +187,13 @@ static int add_p2p(struct psc_sched *s, enum sop_kind kind, void *buf,
 		   size_t len, int peer)
 {
 	int i = add_op(s, kind);
-	int ch = 2 * peer + (kind == SOP_RECV);
+	int ch;
 
 	if (i < 0)
 		return -1;
+	if (s->map)
+		peer = s->map[peer];
+	ch = 2 * peer + (kind == SOP_RECV);
 	s->ops[i].peer = peer;
 	s->ops[i].dst = buf;
 	s->ops[i].len = len;
@@ -242,6 +250,20 @@ int psc_sched_fence(struct psc_sched *s)
 	if (i >= 0)
 		s->ops[i].fence = true;
 	return i;
+}
+
+int psc_sched_phase(struct psc_sched *s)
+{
+	int f = psc_sched_fence(s);
+
+	if (f >= 0)
+		s->gate = f;
+	return f;
+}
+
+void psc_sched_peers(struct psc_sched *s, const int *map)
+{
+	s->map = map;
 }
 
 int *psc_sched_marks(struct psc_sched *s, const struct psc_coll_args *a,

@@ -17,6 +17,9 @@
  *               size must give exactly the rank-order fold's bits
  *   --mismatch  ranks pass different counts / data types: every rank must
  *               fail with MISMATCH or TIMEOUT (set PS_COMM_OP_TIMEOUT low)
+ *   --algo A    every collective with algorithm A only (hier, auto...),
+ *               sub-communicators included; with --det, A must give the
+ *               rank-order fold's bits too
  * Exits 0 on success, 1 on failure, 77 when the provider is unavailable.
  */
 #include <fcntl.h>
@@ -34,6 +37,7 @@
 #include "suite.h"
 
 static int quick;
+static const char *only_algo; /* --algo */
 static ps_comm_t comm;
 static uint64_t result_hash = 1469598103934665603ULL;
 
@@ -308,7 +312,27 @@ static void force(const char *coll, const char *algo, size_t seg)
 		p->allgather_algo = algo;
 	else if (!strcmp(coll, "reduce_scatter"))
 		p->reduce_scatter_algo = algo;
+	else if (!strcmp(coll, "barrier"))
+		p->barrier_algo = algo;
 	p->coll_segment = seg ? seg : saved.coll_segment;
+}
+
+/* --algo for every collective, or nothing without it. */
+static void force_all(void)
+{
+	static const char *colls[] = {"allreduce", "reduce", "bcast",
+				      "allgather", "reduce_scatter", "barrier"};
+
+	for (size_t i = 0; only_algo && i < PSC_ARRAY_SIZE(colls); i++)
+		force(colls[i], only_algo, 0);
+}
+
+/* The algorithms a test runs: its list of n, or --algo's one. */
+static size_t algos_of(const char *const *list, size_t n,
+		       const char *const **out)
+{
+	*out = only_algo ? &only_algo : list;
+	return only_algo ? 1 : n;
 }
 
 static void unforce(void)
@@ -399,12 +423,17 @@ out:
 
 static void test_reductions(void)
 {
-	static const char *ar_algos[] = {"rd", "rabenseifner", "ring"};
-	static const char *red_algos[] = {"binomial", "rs_gather"};
+	static const char *all_ar[] = {"rd", "rabenseifner", "ring"};
+	static const char *all_red[] = {"binomial", "rs_gather"};
+	static const char *all_rs[] = {"ring"};
 	/* Segments: the default, and 64 bytes to force many. */
 	const size_t segs[] = {0, 64};
+	const char *const *ar_algos, *const *red_algos, *const *rs_algos;
+	size_t nar = algos_of(all_ar, PSC_ARRAY_SIZE(all_ar), &ar_algos);
+	size_t nred = algos_of(all_red, PSC_ARRAY_SIZE(all_red), &red_algos);
+	size_t nrs = algos_of(all_rs, PSC_ARRAY_SIZE(all_rs), &rs_algos);
 
-	for (size_t a = 0; a < PSC_ARRAY_SIZE(ar_algos); a++)
+	for (size_t a = 0; a < nar; a++)
 		for (size_t sg = 0; sg < 2; sg++) {
 			force("allreduce", ar_algos[a], segs[sg]);
 			for (int d = 0; d < PS_COMM_DTYPE_COUNT; d++) {
@@ -420,7 +449,7 @@ static void test_reductions(void)
 			unforce();
 			check_identical("allreduce");
 		}
-	for (size_t a = 0; a < PSC_ARRAY_SIZE(red_algos); a++) {
+	for (size_t a = 0; a < nred; a++) {
 		force("reduce", red_algos[a], 64);
 		for (int d = 0; d < PS_COMM_DTYPE_COUNT; d += quick ? 4 : 1)
 			for (int op = 0; op < PS_COMM_OP_COUNT; op++)
@@ -432,24 +461,31 @@ static void test_reductions(void)
 							false);
 		unforce();
 	}
-	force("reduce_scatter", "ring", 64);
-	for (int d = 0; d < PS_COMM_DTYPE_COUNT; d += quick ? 4 : 1)
-		for (int op = 0; op < PS_COMM_OP_COUNT; op++)
-			for (size_t c = 0; c < NCOUNTS; c++)
-				check_reduction("reduce_scatter", "ring", d, op,
-						COUNT(c), c % 2, 0, false);
-	unforce();
+	for (size_t a = 0; a < nrs; a++) {
+		force("reduce_scatter", rs_algos[a], 64);
+		for (int d = 0; d < PS_COMM_DTYPE_COUNT; d += quick ? 4 : 1)
+			for (int op = 0; op < PS_COMM_OP_COUNT; op++)
+				for (size_t c = 0; c < NCOUNTS; c++)
+					check_reduction("reduce_scatter",
+							rs_algos[a], d, op,
+							COUNT(c), c % 2, 0,
+							false);
+		unforce();
+	}
 	check_identical("reduce and reduce_scatter");
 }
 
 static void test_allgather_bcast(void)
 {
-	static const char *ag_algos[] = {"ring", "rd"};
-	static const char *bc_algos[] = {"binomial", "scatter_ring"};
+	static const char *all_ag[] = {"ring", "rd"};
+	static const char *all_bc[] = {"binomial", "scatter_ring"};
 	static const ps_comm_dtype_t types[] = {PS_COMM_UINT8, PS_COMM_FLOAT16,
 						PS_COMM_INT64};
+	const char *const *ag_algos, *const *bc_algos;
+	size_t nag = algos_of(all_ag, PSC_ARRAY_SIZE(all_ag), &ag_algos);
+	size_t nbc = algos_of(all_bc, PSC_ARRAY_SIZE(all_bc), &bc_algos);
 
-	for (size_t a = 0; a < 2; a++)
+	for (size_t a = 0; a < nag; a++)
 		for (size_t t = 0; t < PSC_ARRAY_SIZE(types); t++)
 			for (size_t c = 0; c < NCOUNTS; c++) {
 				size_t es = ps_comm_dtype_size(types[t]);
@@ -491,7 +527,7 @@ static void test_allgather_bcast(void)
 				free(in);
 				free(out);
 			}
-	for (size_t a = 0; a < 2; a++)
+	for (size_t a = 0; a < nbc; a++)
 		for (int root = 0; root < size; root += size > 2 ? size - 1 : 1)
 			for (size_t c = 0; c < NCOUNTS; c++) {
 				size_t cnt = COUNT(c) * 3 + 1;
@@ -594,7 +630,7 @@ static void test_nonblocking(void)
 		in3[i] = pat(rank, s3, i);
 	for (size_t i = 0; i < pp; i++)
 		ps[i] = pat(rank, 99, i);
-	force("allreduce", "ring", 4096);
+	force("allreduce", only_algo ? only_algo : "ring", 4096);
 	rc = ps_comm_iallreduce(comm, a1, r1, n1, PS_COMM_FLOAT32, PS_COMM_SUM,
 				&rq[0]);
 	unforce();
@@ -837,11 +873,12 @@ static void test_mismatch(void)
 /* 64 MiB with every algorithm: integer-valued floats sum exactly. */
 static void test_large(void)
 {
-	static const char *algos[] = {"rd", "rabenseifner", "ring"};
-	size_t cnt = (64u << 20) / 4;
+	static const char *all[] = {"rd", "rabenseifner", "ring"};
+	const char *const *algos;
+	size_t cnt = (64u << 20) / 4, nal = algos_of(all, 3, &algos);
 	float *x = malloc(cnt * 4);
 
-	for (size_t a = 0; a < 3; a++) {
+	for (size_t a = 0; a < nal; a++) {
 		int rc;
 
 		for (size_t i = 0; i < cnt; i++)
@@ -882,12 +919,39 @@ static void test_large(void)
 }
 
 /*
+ * The inputs make the order matter: folding them in reverse rank order
+ * gives other bits than the rank-order fold, so an algorithm that
+ * reduced in another order (per node, say) could not pass.
+ */
+static void check_order_matters(void)
+{
+	const size_t cnt = 30011;
+	float *ref = malloc(cnt * 4), *rev = malloc(cnt * 4);
+	float *x = malloc(cnt * 4);
+	unsigned salt = 4242;
+
+	reference(PS_COMM_FLOAT32, PS_COMM_SUM, salt, NULL, size, cnt, ref,
+		  NULL);
+	gen(PS_COMM_FLOAT32, PS_COMM_SUM, size - 1, salt, rev, cnt);
+	for (int q = size - 2; q >= 0; q--) {
+		gen(PS_COMM_FLOAT32, PS_COMM_SUM, q, salt, x, cnt);
+		ref_op(PS_COMM_FLOAT32, PS_COMM_SUM, rev, x, cnt);
+	}
+	if (size >= 3 && !memcmp(ref, rev, cnt * 4))
+		fail("deterministic", "the inputs sum to the same bits in any "
+		     "order: the test could not see a wrong order");
+	free(ref), free(rev), free(x);
+}
+
+/*
  * PS_COMM_DETERMINISTIC=1: the bits equal the rank-order fold computed
  * here, for every algorithm, segment size and message size.
  */
 static void test_deterministic(void)
 {
-	static const char *algos[] = {"rd", "rabenseifner", "ring"};
+	static const char *all[] = {"rd", "rabenseifner", "ring"};
+	const char *const *algos;
+	size_t nal = algos_of(all, 3, &algos);
 	static const ps_comm_dtype_t types[] = {PS_COMM_FLOAT32, PS_COMM_FLOAT64,
 						PS_COMM_FLOAT16,
 						PS_COMM_BFLOAT16};
@@ -898,20 +962,27 @@ static void test_deterministic(void)
 		fail("deterministic", "run with PS_COMM_DETERMINISTIC=1");
 		return;
 	}
+	check_order_matters();
 	for (size_t t = 0; t < PSC_ARRAY_SIZE(types); t++)
-		for (size_t a = 0; a < 3; a++)
+		for (size_t a = 0; a < nal; a++)
 			for (size_t s = 0; s < 3; s++)
 				for (size_t c = 0; c < 4; c++) {
+					const char *red = only_algo ? only_algo
+								    : "binomial";
+					const char *rs = only_algo ? only_algo
+								   : "ring";
+
 					force("allreduce", algos[a], segs[s]);
-					force("reduce", "binomial", segs[s]);
+					force("reduce", red, segs[s]);
+					force("reduce_scatter", rs, segs[s]);
 					check_reduction("allreduce", algos[a],
 							types[t], PS_COMM_SUM,
 							cnts[c], c % 2, 0, true);
-					check_reduction("reduce", "binomial",
+					check_reduction("reduce", red,
 							types[t], PS_COMM_SUM,
 							cnts[c], false, 1 % size,
 							true);
-					check_reduction("reduce_scatter", "ring",
+					check_reduction("reduce_scatter", rs,
 							types[t], PS_COMM_SUM,
 							cnts[c] / 4 + 1, false, 0,
 							true);
@@ -929,6 +1000,8 @@ int main(int argc, char **argv)
 		large |= !strcmp(argv[i], "--large");
 		det |= !strcmp(argv[i], "--det");
 		mismatch |= !strcmp(argv[i], "--mismatch");
+		if (!strcmp(argv[i], "--algo") && i + 1 < argc)
+			only_algo = argv[++i];
 	}
 	rc = ps_comm_init(&comm, NULL);
 	if (rc == PS_COMM_ERR_PROVIDER)
@@ -939,6 +1012,9 @@ int main(int argc, char **argv)
 	}
 	ps_comm_rank(comm, &rank);
 	ps_comm_size(comm, &size);
+	saved = ((struct ps_comm *)comm)->params;
+	/* Forced for good: unforce() returns to it, splits inherit it. */
+	force_all();
 	saved = ((struct ps_comm *)comm)->params;
 	if (mismatch) {
 		test_mismatch();

@@ -134,7 +134,7 @@ types="int8, uint8, int32, uint32, int64, uint64, float16, bfloat16, float32"
 bad allreduce "-t nosuch: unknown type ($types, float64)" -t nosuch
 bad allreduce "-t FLOAT32: unknown type" -t FLOAT32
 bad allreduce "-o avg: unknown operation (sum, prod, min, max)" -o avg
-bad allreduce "-a tree: unknown algorithm (auto, ring, rd, rabenseifner)" \
+bad allreduce "-a tree: unknown algorithm (auto, ring, rd, rabenseifner, hier)" \
 	-a tree
 bad allreduce "-t needs a value" -c -t
 bad allreduce "-M 16 is smaller than -m 1024" -m 1024 -M 16
