@@ -188,6 +188,18 @@ bool psc_provider_filter_names(const char *item, size_t len,
  */
 const char *psc_provider_missing_hint(const char *name);
 
+/* libfabric's shared-memory provider, for node-local peers. */
+#define PSC_SHM_PROVIDER "shm"
+
+/*
+ * Rank of a provider for traffic between nodes, lower is better:
+ * hardware providers (efa, opx, psm3, psm2, cxi, verbs) in that order,
+ * then tcp;ofi_rxm, tcp, sockets and udp, then any other (not yet
+ * validated by pscomm's suite). -1 for shm, which never serves between
+ * nodes.
+ */
+int psc_provider_net_rank(const char *prov_name);
+
 /*
  * Whether a query for prov_name (NULL: any provider) that found nothing
  * should be asked again without FI_ORDER_SAS (some family may lack it).

@@ -119,6 +119,27 @@ const char *psc_provider_missing_hint(const char *name)
 	return hint;
 }
 
+/*
+ * Between nodes, best first. A provider not listed (net, for one) comes
+ * last: it joins the list once the whole suite passes on it.
+ */
+static const char *const net_order[] = {
+	"efa", "opx", "psm3", "psm2", "cxi", "verbs;ofi_rxm", "verbs",
+	"verbs;ofi_rxd", "tcp;ofi_rxm", "tcp", "sockets", "udp;ofi_rxd", "udp",
+};
+
+int psc_provider_net_rank(const char *prov_name)
+{
+	int k;
+
+	if (strcmp(prov_name, PSC_SHM_PROVIDER) == 0)
+		return -1;
+	for (k = 0; k < (int)(sizeof(net_order) / sizeof(net_order[0])); k++)
+		if (strcmp(net_order[k], prov_name) == 0)
+			break;
+	return k;
+}
+
 bool psc_provider_order_optional(const char *prov_name)
 {
 	size_t n;

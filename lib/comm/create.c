@@ -14,6 +14,7 @@
 #include "comm/comm.h"
 #include "fabric/topo.h"
 #include "live/live.h"
+#include "provider.h"
 #include "util/log.h"
 
 /*
@@ -115,7 +116,8 @@ static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 				   intra);
 		return PS_COMM_ERR_CONFIG;
 	}
-	if (one && strcmp(intra, "shm") == 0 && strcmp(fp, "shm") != 0)
+	if (one && strcmp(intra, "shm") == 0 &&
+	    strcmp(fp, PSC_SHM_PROVIDER) != 0)
 		psc_log(PSC_LOG_WARN, c->ch.rank, "PS_COMM_INTRA=shm ignored: "
 			"FI_PROVIDER=%s names one provider, so every peer, "
 			"node-local or not, uses it (unset FI_PROVIDER for shm "
@@ -133,6 +135,7 @@ struct boot_ctx {
 	char (*ids)[96];	/* distinct node identities */
 	int nids;
 	int used[2];		/* other ranks served by each path */
+	int same_host;		/* ranks with this rank's host name */
 };
 
 /* The index of node identity id among those seen, adding it. */
@@ -188,6 +191,7 @@ static int add_peer(void *arg, int r, const struct psc_boot_record *rec,
 	if (rc)
 		return rc;
 	b->raw[r] = node_index(b, rec->node);
+	b->same_host += strcmp(rec->host, b->me->host) == 0;
 	if (r != c->ch.rank)
 		b->used[path]++;
 	if (c->ch.via)
@@ -277,13 +281,16 @@ static int live_start(struct ps_comm *c, char *err, size_t len)
 }
 
 /*
- * A job across hosts without a key: anyone who reaches its ports can
- * join or disturb it. Rank 0 says so once, with the way out.
+ * A job across hosts (by host name, or by node: another network
+ * namespace) without a key: anyone who reaches its ports can join or
+ * disturb it. Rank 0 says so once, with the way out.
  */
 static void warn_no_key(const struct ps_comm *c,
-			const struct psc_boot_plan *plan, int local)
+			const struct psc_boot_plan *plan, int local,
+			int same_host)
 {
-	if (plan->key.keyed || c->ch.rank != 0 || local >= c->ch.size)
+	if (plan->key.keyed || c->ch.rank != 0 ||
+	    (local >= c->ch.size && same_host >= c->ch.size))
 		return;
 	psc_log(PSC_LOG_WARN, 0, "this job spans several hosts and has no "
 		"PS_COMM_JOB_KEY: anyone who can reach its rendezvous and "
@@ -386,7 +393,8 @@ static int settle_paths(struct ps_comm *c, struct boot_ctx *b, char *err,
 		}
 	}
 	if (b->shm)
-		snprintf(c->provider, sizeof(c->provider), "shm+%s", net);
+		snprintf(c->provider, sizeof(c->provider), "%s+%s",
+			 PSC_SHM_PROVIDER, net);
 	else
 		snprintf(c->provider, sizeof(c->provider), "%s",
 			 psc_ep_provider(c->ch.ep));
@@ -414,7 +422,7 @@ static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 	}
 	rc = psc_boot_exchange(plan, b->me, add_peer, b, local, err, len);
 	if (!rc)
-		warn_no_key(c, plan, *local);
+		warn_no_key(c, plan, *local, b->same_host);
 	return rc;
 }
 

@@ -182,27 +182,6 @@ static void apply_params(struct psc_caps *c, const struct psc_select *s)
 }
 
 /*
- * Between nodes, best first. A provider not listed (net, for one) comes
- * last: it joins the list once the whole suite passes on it.
- */
-static const char *const net_order[] = {
-	"efa", "opx", "psm3", "psm2", "cxi", "verbs;ofi_rxm", "verbs",
-	"verbs;ofi_rxd", "tcp;ofi_rxm", "tcp", "sockets", "udp;ofi_rxd", "udp",
-};
-
-int psc_net_preference(const char *prov_name)
-{
-	int k;
-
-	if (strcmp(prov_name, "shm") == 0)
-		return -1;
-	for (k = 0; k < (int)PSC_ARRAY_SIZE(net_order); k++)
-		if (strcmp(net_order[k], prov_name) == 0)
-			break;
-	return k;
-}
-
-/*
  * The entry that fixes provider and address format: the first that fits
  * in libfabric's order, or for role NET the first of the most preferred
  * provider.
@@ -221,7 +200,7 @@ static const struct fi_info *first_fit(const struct fi_info *list,
 			continue;
 		if (s->role != PSC_ROLE_NET)
 			return i;
-		rank = psc_net_preference(i->fabric_attr->prov_name);
+		rank = psc_provider_net_rank(i->fabric_attr->prov_name);
 		if (rank >= 0 && (!best || rank < best_rank)) {
 			best = i;
 			best_rank = rank;
@@ -306,7 +285,8 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
 	psc_preflight_env(cfg->params, cfg->rank);
 	rc = psc_ep_query(fi_getinfo,
-			  cfg->role == PSC_ROLE_SHM ? "shm" : NULL, &list,
+			  cfg->role == PSC_ROLE_SHM ? PSC_SHM_PROVIDER : NULL,
+			  &list,
 			  &relaxed);
 	pick = rc == 0 ? psc_ep_select(list, &sel) : NULL;
 	psc_topo_close(topo.topo);

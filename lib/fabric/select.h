@@ -55,7 +55,7 @@ int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
  * is set) fixes provider and address format, so all ranks agree: first
  * in libfabric's order, or for s->role NET (where shm never serves) the
  * first of the best provider in pscomm's preference order, hardware
- * first and tcp last (psc_net_preference); among
+ * first and tcp last (psc_provider_net_rank); among
  * the entries of that provider and format, the NIC nearest to the
  * process by s->distance wins, ties keeping libfabric's order (no
  * reordering when FI_VERBS_IFACE and the like are set). Fills s->pick,
@@ -65,14 +65,6 @@ int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
  */
 const struct fi_info *psc_ep_select(const struct fi_info *list,
 				    struct psc_select *s);
-
-/*
- * Rank of a provider for traffic between nodes, lower is better:
- * hardware providers (efa, opx, psm3, psm2, cxi, verbs) in that order,
- * then tcp;ofi_rxm, tcp, sockets and udp, then any other (not yet
- * validated by the suite). -1 for shm, which never serves between nodes.
- */
-int psc_net_preference(const char *prov_name);
 
 /*
  * pscomm's fi_getinfo hints, for one provider after its profile's

@@ -506,7 +506,7 @@ static void print_intra(const struct psc_info *cx, const char *intra,
 	bool relaxed;
 
 	if (strcmp(intra, "net") != 0 &&
-	    psc_ep_query(cx->gi, "shm", &list, &relaxed) == 0)
+	    psc_ep_query(cx->gi, PSC_SHM_PROVIDER, &list, &relaxed) == 0)
 		shm = psc_ep_select(list, &sel);
 	if (shm)
 		fprintf(cx->out, "  inside a node: shm (all ranks on one node: "

@@ -439,15 +439,15 @@ START_TEST(test_roles)
 	ck_assert_ptr_null(psc_ep_select(list, &sel));
 	fi_freeinfo(list);
 	/* The documented order. */
-	ck_assert_int_eq(psc_net_preference("shm"), -1);
-	ck_assert_int_lt(psc_net_preference("efa"),
-			 psc_net_preference("psm2"));
-	ck_assert_int_lt(psc_net_preference("psm2"),
-			 psc_net_preference("verbs;ofi_rxm"));
-	ck_assert_int_lt(psc_net_preference("verbs;ofi_rxm"),
-			 psc_net_preference("tcp;ofi_rxm"));
-	ck_assert_int_lt(psc_net_preference("tcp;ofi_rxm"),
-			 psc_net_preference("net"));
+	ck_assert_int_eq(psc_provider_net_rank("shm"), -1);
+	ck_assert_int_lt(psc_provider_net_rank("efa"),
+			 psc_provider_net_rank("psm2"));
+	ck_assert_int_lt(psc_provider_net_rank("psm2"),
+			 psc_provider_net_rank("verbs;ofi_rxm"));
+	ck_assert_int_lt(psc_provider_net_rank("verbs;ofi_rxm"),
+			 psc_provider_net_rank("tcp;ofi_rxm"));
+	ck_assert_int_lt(psc_provider_net_rank("tcp;ofi_rxm"),
+			 psc_provider_net_rank("net"));
 }
 END_TEST
 
