@@ -56,18 +56,23 @@ static bool node_peer(const struct psc_hier *h,
 }
 
 int psc_hier_reduce_pieces(struct psc_sched *s, const struct psc_coll_args *a,
-			   const struct psc_hier *h, char *work,
+			   const struct psc_hier *h, const char *src, char *work,
 			   size_t count)
 {
 	struct psc_group fold, act, peers;
 	struct psc_coll_args sub;
-	size_t off, len;
+	size_t off, len, es = a->esize;
 	int m = h->minsize;
 
 	if (!psc_group_of(s, a, h, fold_class, &fold) ||
 	    !psc_group_of(s, a, h, active_here, &act) ||
 	    !psc_group_of(s, a, h, node_peer, &peers))
 		return -1;
+	/* A fold reduces in place: the input goes into work first. */
+	if (fold.n > 1 && src != work) {
+		memcpy(work, src, count * es);
+		src = work;
+	}
 	if (psc_hier_step(s, a, &fold, &sub)) {
 		sub.sendbuf = sub.recvbuf = work;
 		sub.count = count;
@@ -75,13 +80,19 @@ int psc_hier_reduce_pieces(struct psc_sched *s, const struct psc_coll_args *a,
 	}
 	if (h->li >= m)
 		return -1;
-	if (psc_hier_step(s, a, &act, &sub))
-		psc_ring_reduce_scatter(s, &sub, work, work, count, 0, NULL);
+	/* Out of place, the steps need neither a copy nor scratch. */
+	if (psc_hier_step(s, a, &act, &sub)) {
+		psc_ring_reduce_scatter(s, &sub, src, work, count, 0, NULL);
+		src = work;
+	}
 	psc_block(count, m, h->li, &off, &len);
 	if (psc_hier_step(s, a, &peers, &sub) && len) {
-		sub.sendbuf = sub.recvbuf = work + off * a->esize;
+		sub.sendbuf = src + off * es;
+		sub.recvbuf = work + off * es;
 		sub.count = len;
 		a->hier.inter(s, &sub);
+	} else if (src != work && len) {
+		psc_sched_copy(s, work + off * es, src + off * es, len * es);
 	}
 	return h->li;
 }
@@ -93,14 +104,15 @@ int psc_allreduce_hier(struct psc_sched *s, const struct psc_coll_args *a)
 	struct psc_hier h;
 	char *work = a->recvbuf;
 
-	psc_input_to_recvbuf(a);
-	if (a->deterministic)
+	if (a->deterministic) {
+		psc_input_to_recvbuf(a);
 		return psc_allreduce_det_log(s, a);
+	}
 	if (!psc_hier_layout(s, a, &h) ||
 	    !psc_group_of(s, a, &h, fold_class, &fold) ||
 	    !psc_group_of(s, a, &h, active_here, &act))
 		return 0;
-	if (psc_hier_reduce_pieces(s, a, &h, work, a->count) >= 0 &&
+	if (psc_hier_reduce_pieces(s, a, &h, a->sendbuf, work, a->count) >= 0 &&
 	    psc_hier_step(s, a, &act, &sub))
 		psc_ring_allgather(s, &sub, work, a->count, 0, NULL, -1);
 	if (psc_hier_step(s, a, &fold, &sub)) {

@@ -289,17 +289,19 @@ bool psc_hier_step(struct psc_sched *s, const struct psc_coll_args *a,
 		   const struct psc_group *g, struct psc_coll_args *sub);
 
 /*
- * The first two steps of the hierarchical allreduce, on work (count
- * elements, this rank's input, reduced in place): on a node with more
+ * The first two steps of the hierarchical allreduce of src (count
+ * elements, this rank's input; may be work) into work: on a node with more
  * ranks than the smallest node's m, the rank of index li >= m folds its
  * vector into the one of index li % m (binomial reduce); the first m
  * ranks of each node reduce-scatter work into m pieces (piece i on index
  * i, from psc_block); the ranks of index i on all nodes allreduce piece
- * i with a->hier.inter. Returns this rank's piece, fully reduced in
- * work, or -1 for a rank that folded. In allreduce_hier.c.
+ * i with a->hier.inter. Out of place where no fold involves this rank,
+ * so neither a copy of the input nor scratch is needed. Returns this
+ * rank's piece, fully reduced in work, or -1 for a rank that folded. In
+ * allreduce_hier.c.
  */
 int psc_hier_reduce_pieces(struct psc_sched *s, const struct psc_coll_args *a,
-			   const struct psc_hier *h, char *work,
+			   const struct psc_hier *h, const char *src, char *work,
 			   size_t count);
 
 /* ---------------------------------------------------------- algorithms */

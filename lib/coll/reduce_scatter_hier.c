@@ -77,7 +77,7 @@ int psc_reduce_scatter_hier(struct psc_sched *s,
 		return 0;
 	/* The first step, so the input can be taken now (also in place). */
 	memcpy(work, a->sendbuf, total * a->esize);
-	mine = psc_hier_reduce_pieces(s, a, &h, work, total);
+	mine = psc_hier_reduce_pieces(s, a, &h, work, work, total);
 	psc_hier_step(s, a, &node, &sub);
 	scatter_pieces(s, a, &h, &node, work, mine);
 	psc_hier_step(s, a, NULL, &sub);

@@ -380,6 +380,32 @@ static void backoff(unsigned idle)
 
 static int run_sources(struct psc_ep *ep);
 
+/*
+ * Block on ep's wait fd for at most secs, once fi_trywait says nothing
+ * is pending (else return at once, to read it). Takes the lock around
+ * fi_trywait only.
+ */
+static void wait_fd(struct psc_ep *ep, double secs)
+{
+	struct fid *f = &ep->fab.cq->fid;
+	int rc;
+
+	pthread_mutex_lock(ep->lock);
+	psc_prov_enter(ep, "fi_trywait", FI_ADDR_UNSPEC);
+	rc = fi_trywait(ep->fab.fabric, &f, 1);
+	psc_prov_exit(ep);
+	pthread_mutex_unlock(ep->lock);
+	if (rc == 0) {
+		struct pollfd p = {.fd = ep->fab.wait_fd, .events = POLLIN};
+		struct timespec ts = {
+			.tv_sec = (time_t)secs,
+			.tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9),
+		};
+
+		ppoll(&p, 1, &ts, NULL);
+	}
+}
+
 /* Whether ep has sends in flight or waiting. Lock not needed. */
 static bool sending(const struct psc_ep *ep)
 {
@@ -421,26 +447,25 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		sched_yield();
 		return;
 	}
-	/* A pair has two CQs to watch: poll both with backoff. */
+	/*
+	 * A pair has two CQs: block on the one with a wait fd (the network),
+	 * for no longer than the backoff would sleep, so that the other one
+	 * (shm, which has none) is still read that often.
+	 */
 	if (ep->pair) {
-		backoff(idle);
+		struct psc_ep *w = ep->fab.wait_mode == PSC_WAIT_FD ? ep
+				   : ep->pair;
+		double t = 1e-6 * (double)(1u << PSC_MIN(idle - 16, 10u));
+
+		if (w->fab.wait_mode == PSC_WAIT_FD && !psc_ep_poisoned(w))
+			wait_fd(w, PSC_MIN(t, 1e-3));
+		else
+			backoff(idle);
 		return;
 	}
 	if (ep->fab.wait_mode == PSC_WAIT_FD) {
-		struct fid *f = &ep->fab.cq->fid;
-		int rc;
-
-		pthread_mutex_lock(ep->lock);
-		psc_prov_enter(ep, "fi_trywait", FI_ADDR_UNSPEC);
-		rc = fi_trywait(ep->fab.fabric, &f, 1);
-		psc_prov_exit(ep);
-		pthread_mutex_unlock(ep->lock);
-		if (rc == 0) {
-			struct pollfd p = {.fd = ep->fab.wait_fd, .events = POLLIN};
-
-			/* Short timeout: another thread may reap our event. */
-			poll(&p, 1, ms);
-		}
+		/* Short timeout: another thread may reap our event. */
+		wait_fd(ep, ms * 1e-3);
 		return;
 	}
 	if (ep->fab.wait_mode == PSC_WAIT_SREAD) {

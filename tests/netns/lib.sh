@@ -410,7 +410,7 @@ netns_rate() {
 		return 0
 	fi
 	tc -n "$ns" qdisc replace dev eth0 root tbf rate "$2" \
-		burst "${NETNS_TBF_BURST:-64kb}" latency 100ms
+		burst "${NETNS_TBF_BURST:-64kb}" latency "${NETNS_TBF_LATENCY:-100ms}"
 }
 
 # netns_link_down NS / netns_link_up NS: unplug / replug the cable of NS
