@@ -67,7 +67,7 @@ static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 /*
  * Busy-polling only pays when every rank has a core. Like MPI's
  * yield-when-idle, PS_COMM_SPIN_US=-1 spins 200 us, or not at all when
- * this node runs more ranks (local) than the cores this process may use.
+ * this host runs more ranks (local) than the cores this process may use.
  */
 static void spin_policy(struct ps_comm *c, int local, bool own_core)
 {
@@ -83,7 +83,7 @@ static void spin_policy(struct ps_comm *c, int local, bool own_core)
 	us = !own_core && cpus > 0 && local > cpus ? 0 : 200;
 	for (int i = 0; i < c->ch.npaths; i++)
 		psc_ep_set_spin(c->ch.path[i].ep, us);
-	psc_log(PSC_LOG_INFO, c->ch.rank, "%d ranks on this node, %d cores: "
+	psc_log(PSC_LOG_INFO, c->ch.rank, "%d ranks on this host, %d cores: "
 		"blocking calls %s", local, cpus,
 		us ? "spin 200 us, then yield" : "yield at once");
 }
@@ -486,7 +486,11 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 							  : err);
 		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : bootstrap_err(rc);
 	}
-	spin_policy(c, local, own_core);
+	/*
+	 * Ranks that share this host's cores, whatever their node (network
+	 * namespaces on one host are separate nodes but share its CPUs).
+	 */
+	spin_policy(c, b.same_host, own_core);
 	return 0;
 }
 
