@@ -175,6 +175,13 @@ bool psc_provider_layered(const char *prov_name);
 bool psc_provider_filter_hides(const char *filter, const char *name);
 
 /*
+ * Whether FI_PROVIDER (filter, NULL: unset) names exactly one provider,
+ * which then serves every peer; a list or an exclusion ("^udp") only
+ * filters pscomm's node-aware choice.
+ */
+bool psc_provider_filter_single(const char *filter);
+
+/*
  * Whether the FI_PROVIDER item of len characters (up to any ';') names
  * provider name, compared as libfabric does: whole, without case.
  */

@@ -76,6 +76,11 @@ bool psc_provider_layered(const char *prov_name)
 	return prov_name && strncmp(prov_name, "ofi_", 4) == 0;
 }
 
+bool psc_provider_filter_single(const char *filter)
+{
+	return filter && *filter && !strpbrk(filter, ",^");
+}
+
 bool psc_provider_filter_hides(const char *filter, const char *name)
 {
 	bool negated = filter[0] == '^', found = false;

@@ -100,7 +100,7 @@ static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 {
 	const char *fp = getenv("FI_PROVIDER");
 	const char *intra = c->params.intra;
-	bool one = fp && *fp && !strpbrk(fp, ",^");
+	bool one = psc_provider_filter_single(fp);
 	enum psc_bind bind;
 	char err[256];
 
@@ -117,7 +117,7 @@ static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 		return PS_COMM_ERR_CONFIG;
 	}
 	if (one && strcmp(intra, "shm") == 0 &&
-	    strcmp(fp, PSC_SHM_PROVIDER) != 0)
+	    fp && strcmp(fp, PSC_SHM_PROVIDER) != 0)
 		psc_log(PSC_LOG_WARN, c->ch.rank, "PS_COMM_INTRA=shm ignored: "
 			"FI_PROVIDER=%s names one provider, so every peer, "
 			"node-local or not, uses it (unset FI_PROVIDER for shm "

@@ -531,7 +531,7 @@ void psc_info_choice(const struct psc_info *cx)
 	struct fi_info *list = NULL;
 	const char *intra = cx->params_ok ? cx->params.intra : "auto";
 	/* FI_PROVIDER naming one provider sends everything over it. */
-	bool one = cx->filter && *cx->filter && !strpbrk(cx->filter, ",^");
+	bool one = psc_provider_filter_single(cx->filter);
 	char nic[256];
 	bool relaxed;
 
