@@ -165,7 +165,8 @@ sys_ranks() {
 sys_cmd() {
     local s=$1 n=$2 round=$3 kind=${1%%.*} rest=${1#*.} group name
     group=${rest%%.*} name=${rest#*.}
-    local -a pp=(--csv -m "${P2P_SIZES%% *}" -M "${P2P_SIZES##* }" -i "$P2P_ITERS" -w "$P2P_WARM")
+    local -a pp=(--csv -m "${P2P_SIZES%% *}" -M "${P2P_SIZES##* }"
+                 -i "$(slow_cut "$group" "$P2P_ITERS")" -w "$(slow_cut "$group" "$P2P_WARM")")
     local -a ar=(--csv -m "${AR_SIZES%% *}" -M "${AR_SIZES##* }")
     [[ $round == 1 ]] && ar+=(-c)
     local -a ompi=("$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -n "$n")
@@ -207,12 +208,23 @@ fi_cmd() {
     if [[ $5 == server ]]; then cmd+=(-B "$4"); else cmd+=(-P "$4" 127.0.0.1); fi
 }
 
-# fi_iters SIZE: the iteration count of the shorter fi_pingpong run at SIZE,
-# pingpong's rule with FI_ITERS in place of its ITERS (FI_ITERS is larger,
+# slow_cut PROVIDER COUNT: COUNT, cut (to at least 10) on the providers
+# that are slow here: sockets takes about 4 ms per message at any size
+# (COUNT/100), udp;ofi_rxd milliseconds per MiB (COUNT/10).  A full run
+# stays within tens of minutes.
+slow_cut() {
+    local d=1
+    case $1 in sockets) d=100 ;; udp) d=10 ;; esac
+    echo $(($2 / d < 10 ? 10 : $2 / d))
+}
+
+# fi_iters PROVIDER SIZE: the iteration count of the shorter fi_pingpong
+# run at SIZE, pingpong's rule with FI_ITERS in place of its ITERS (larger,
 # so that the difference of the two runs is steady at small sizes).
 fi_iters() {
-    local it=$FI_ITERS
-    (($1 > 65536)) && it=$((FI_ITERS * 65536 / $1))
+    local it
+    it=$(slow_cut "$1" "$FI_ITERS")
+    (($2 > 65536)) && it=$((it * 65536 / $2))
     ((it < 20)) && it=20
     echo "$it"
 }
@@ -243,7 +255,7 @@ fi_once() {
 run_fi() {
     local p=$1 size i u1 u2
     for size in $P2P_SIZES; do
-        i=$(fi_iters "$size")
+        i=$(fi_iters "$p" "$size")
         u1=$(fi_once "$p" "$size" "$i")
         u2=$(fi_once "$p" "$size" $((i * 2)))
         [[ -n $u1 && -n $u2 ]] || { echo "fi_pingpong $p $size failed" >>"$work/fi.err"; continue; }
