@@ -121,7 +121,7 @@ ompi_ofi_ok() {
     mkdir -p "$OUT/$p"
     [[ $p == shm ]] && { build_shim || return 1; }
     OUTDIR=$OUT probe_ofi "$p" '^[0-9]+,[0-9.]+,[0-9.]+$' \
-        "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -n 2 -- \
+        "$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -n 2 -x FI_TCP_IFACE=lo -- \
         "$work/ompi_pingpong" --csv -m 8 -M 8 -i 10 -w 1
 }
 
@@ -178,14 +178,16 @@ sys_cmd() {
     p2p.fi_pingpong) fi_cmd "$group" "${P2P_SIZES%% *}" "$P2P_ITERS" 47592 server ;;
     p2p.ompi_ofi)
         cmd=("${ompi[@]}" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$group"
-             -x FI_PROVIDER="$group")
+             -x FI_PROVIDER="$group" -x FI_TCP_IFACE=lo)
         [[ $group == shm ]] && cmd+=(-x LD_PRELOAD="$shim")
         cmd+=("$work/ompi_pingpong" "${pp[@]}") ;;
     p2p.ompi_native)
         local btl=self,tcp
         [[ $group == shm ]] && btl=self,vader
-        cmd=("${ompi[@]}" --mca pml ob1 --mca btl "$btl" "$work/ompi_pingpong" "${pp[@]}") ;;
-    p2p.mpich) cmd=("$MPICH_MPIEXEC" -n 2 -genv UCX_TLS "$(ucx_tls "$group")" "$work/mpich_pingpong" "${pp[@]}") ;;
+        cmd=("${ompi[@]}" --mca pml ob1 --mca btl "$btl" --mca btl_tcp_if_include lo
+             "$work/ompi_pingpong" "${pp[@]}") ;;
+    p2p.mpich) cmd=("$MPICH_MPIEXEC" -n 2 -genv UCX_TLS "$(ucx_tls "$group")" -genv UCX_NET_DEVICES lo
+                    "$work/mpich_pingpong" "${pp[@]}") ;;
     p2p.zmq)
         local t=tcp
         [[ $group == shm ]] && t=ipc
@@ -205,6 +207,7 @@ sys_cmd() {
 # fi_pingpong side for one size (the client connects to 127.0.0.1).
 fi_cmd() {
     cmd=(fi_pingpong -p "$1" -e rdm -m tagged -S "$2" -I "$3")
+    [[ $1 == shm ]] || cmd+=(-d lo)
     if [[ $5 == server ]]; then cmd+=(-B "$4"); else cmd+=(-P "$4" 127.0.0.1); fi
 }
 
