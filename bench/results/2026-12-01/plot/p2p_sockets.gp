@@ -1,0 +1,15 @@
+set terminal pngcairo noenhanced size 1400,560 font ",10"
+set output '/work/main/bench/results/2026-12-01/p2p_sockets.png'
+set multiplot layout 1,2 title 'point-to-point over sockets, 2 ranks'
+set logscale xy 2
+set format x "%.0b%B"
+set format y "%g"
+set xlabel 'message size (bytes; Ki = 1024)'
+set grid
+set key left top
+set title 'latency (half round trip)'; set ylabel 'µs'
+plot '/work/main/bench/results/2026-12-01/plot/p2p.sockets.pscomm.n2.latency_us.dat' using 1:2:3:4 with yerrorlines title 'pscomm', \
+     '/work/main/bench/results/2026-12-01/plot/p2p.sockets.fi_pingpong.n2.latency_us.dat' using 1:2:3:4 with yerrorlines title 'fi_pingpong'
+set title 'bandwidth (64-message window)'; set ylabel 'MB/s'
+plot '/work/main/bench/results/2026-12-01/plot/p2p.sockets.pscomm.n2.bandwidth_MBps.dat' using 1:2:3:4 with yerrorlines title 'pscomm'
+unset multiplot
