@@ -34,13 +34,6 @@ fresh_dir() {
     echo "$d"
 }
 
-# human SIZE: 8 B, 4 KiB, 1 MiB ...
-human() {
-    awk -v s="$1" 'BEGIN { split("B KiB MiB GiB", u, " "); i = 1;
-        while (s >= 1024 && s % 1024 == 0 && i < 4) { s /= 1024; i++ }
-        printf "%d %s\n", s, u[i] }'
-}
-
 # ---------------------------------------------------------------- peers ----
 
 # build_mpi PREFIX NAME MPICC LAUNCHER: build PREFIX_pingpong and
@@ -296,7 +289,8 @@ run_one() {
     *)
         if [[ $s == ref.tcp.iperf3 ]]; then
             IPERF_PORT=$((20000 + RANDOM % 20000))
-            iperf3 -s -1 -p "$IPERF_PORT" >/dev/null 2>&1 &
+            # bounded: a client that never connects must not leave it waiting
+            timeout "$RUN_TIMEOUT" iperf3 -s -1 -p "$IPERF_PORT" >/dev/null 2>&1 &
             ipid=$!
             sleep 0.3
         fi
