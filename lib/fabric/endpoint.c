@@ -366,6 +366,23 @@ static const char *wait_mode_name(enum psc_wait_mode m)
 						      : "poll+backoff";
 }
 
+/*
+ * Before the first fi_enable, no file of this endpoint's name can be
+ * ours: one there was left by an earlier process with our pid, killed
+ * before it closed its endpoint. shm (1.17) would refuse to enable over
+ * it (EBUSY, "shm file in use") while its owner's pid is alive, and ours
+ * is. Families without such files have no remove_regions.
+ */
+static void remove_stale_region(struct psc_fab *ep)
+{
+	char name[sizeof(ep->name)];
+	size_t n = sizeof(name);
+
+	if (ep->prov->remove_regions &&
+	    fi_getname(&ep->ep->fid, name, &n) == 0 && n <= sizeof(name))
+		ep->prov->remove_regions(name, n, 0);
+}
+
 int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		 char *err, size_t len)
 {
@@ -405,8 +422,10 @@ int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	rc = fi_ep_bind(ep->ep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
 	if (!rc)
 		rc = fi_ep_bind(ep->ep, &ep->av->fid, 0);
-	if (!rc)
+	if (!rc) {
+		remove_stale_region(ep);
 		rc = fi_enable(ep->ep);
+	}
 	if (rc)
 		goto err_close_ep;
 	step = "fi_getname";

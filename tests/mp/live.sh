@@ -1,11 +1,70 @@
 #!/bin/sh
 # Failure semantics (tests/mp/live_suite.c): ps_comm_abort reaching every
 # rank, and a dead rank failing exactly the communicators that hold it,
-# on every provider present (sockets and udp: the abort only).
+# on every provider present (sockets and udp: the abort only); and a
+# killed rank's shm region not blocking the next process with its pid.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/mp/live_suite"
 providers=${PSC_TEST_PROVIDERS:-tcp shm udp sockets}
 
+# A rank killed by SIGKILL leaves its shm region in /dev/shm under its pid.
+# A later process given that pid must still open its endpoint, and remove
+# its region when it finalizes. The pid is handed on through ns_last_pid
+# (root only); a run where another process took it first is tried again.
+stale_region() {
+	name="a process reusing a killed rank's pid opens its shm endpoint"
+	if ! have_provider shm; then
+		skip "$name: provider shm not present"
+		return
+	fi
+	if ! [ -w /proc/sys/kernel/ns_last_pid ]; then
+		skip "$name: needs root to choose a pid (ns_last_pid)"
+		return
+	fi
+	ar=$top_builddir/examples/allreduce
+	log=$(mktemp)
+	for _try in 1 2 3 4 5; do
+		FI_PROVIDER=shm "$ar" -m 4K -M 4K -i 1000000000 >/dev/null 2>&1 &
+		pid=$!
+		for _i in $(seq 100); do
+			ls /dev/shm/"$pid":* >/dev/null 2>&1 && break
+			sleep 0.1
+		done
+		kill -9 "$pid"
+		wait "$pid" 2>/dev/null
+		if ! ls /dev/shm/"$pid":* >/dev/null 2>&1; then
+			not_ok "$name: the killed rank left no region to test with"
+			rm -f "$log"
+			return
+		fi
+		echo $((pid - 1)) >/proc/sys/kernel/ns_last_pid
+		FI_PROVIDER=shm PSC_WANT_PID=$pid sh -c \
+			'[ $$ -eq "$PSC_WANT_PID" ] || exit 99; exec "$0" "$@"' \
+			"$ar" -m 4K -M 64K -c >"$log" 2>&1 &
+		child=$!
+		(sleep 60; kill -9 "$child" 2>/dev/null) &
+		guard=$!
+		wait "$child"
+		rc=$?
+		kill "$guard" 2>/dev/null
+		wait "$guard" 2>/dev/null
+		[ $rc -eq 99 ] || break
+		rm -f /dev/shm/"$pid":*
+	done
+	if [ $rc -eq 99 ]; then
+		skip "$name: pid $pid was taken by another process 5 times"
+	elif [ $rc -ne 0 ]; then
+		not_ok "$name: exit $rc"
+		sed 's/^/#   /' "$log" | tail -5
+	elif ls /dev/shm/"$pid":* >/dev/null 2>&1; then
+		not_ok "$name: it left its region in /dev/shm"
+	else
+		ok "$name"
+	fi
+	rm -f "$log" /dev/shm/"$pid":*
+}
+
+stale_region
 for prov in $providers; do
 	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "ps_comm_abort reaches every rank" 4 "$prov" 60 \
