@@ -1,11 +1,13 @@
 /*
  * Reduction kernels: inout = op(inout, in) for every data type and
  * operation, as simple restrict-qualified loops that the compiler
- * vectorizes (this file is built with -O3). The operand order is a
- * parameter because it is visible in the bits: float sum and product are
- * commutative, but when both operands of min/max are NaN the left one's
- * payload wins, and algorithms keep a fixed order so that every rank ends
- * with the same bits.
+ * vectorizes (lib/coll/Makefile.include asks for the vectorizer by name:
+ * a user's -O2 after our -O3 would otherwise leave them scalar).
+ * Vectorizing changes no bits: each element is combined on its own. The
+ * operand order is a parameter because it is visible in the bits: float
+ * sum and product are commutative, but when both operands of min/max are
+ * NaN the left one's payload wins, and algorithms keep a fixed order so
+ * that every rank ends with the same bits.
  *
  * Rules a user can rely on:
  * - integer sum and product wrap around (two's complement);
