@@ -92,7 +92,7 @@ mkdir -p "$(dirname "$csv")" "$logdir" || die "cannot create $logdir"
 # pingpong run also streams about as many messages for its bandwidth
 # column.  The counts keep a run between 1 and 2 s on 2 cores: shorter runs
 # spread much more from run to run (allreduce on 4 ranks at 64 KiB: 22% at
-# 1000 calls, 5% at 4000), and a default run takes 3 to 5 minutes.
+# 1000 calls, 5% at 4000), and a default run takes 4 to 6 minutes.
 cases=(
     "pingpong  tcp 2 8        50000"
     "pingpong  tcp 2 4096     25000"
@@ -101,8 +101,10 @@ cases=(
     "pingpong  shm 2 4096     150000"
     "pingpong  shm 2 1048576  40000"
     "allreduce shm 2 65536    10000"
+    "allreduce shm 2 1048576  1000"
     "allreduce shm 2 16777216 100"
     "allreduce shm 4 65536    4000"
+    "allreduce shm 4 1048576  400"
     "allreduce shm 4 16777216 50"
 )
 

@@ -31,6 +31,7 @@
  * deterministic schedule (psc_allreduce_det_log).
  */
 #include "coll.h"
+#include "util/copy.h"
 
 /* The first m ranks of this rank's node. */
 static bool active_here(const struct psc_hier *h,
@@ -70,7 +71,7 @@ int psc_hier_reduce_pieces(struct psc_sched *s, const struct psc_coll_args *a,
 		return -1;
 	/* A fold reduces in place: the input goes into work first. */
 	if (fold.n > 1 && src != work) {
-		memcpy(work, src, count * es);
+		psc_copy(work, src, count * es);
 		src = work;
 	}
 	if (psc_hier_step(s, a, &fold, &sub)) {

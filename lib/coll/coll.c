@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "coll/sched.h"
+#include "util/copy.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -512,7 +513,7 @@ static void reduce_bufs(struct ps_comm *c, const struct call *k,
 	a->sendbuf = k->in_place ? k->recvbuf : k->sendbuf;
 	a->recvbuf = (void *)k->recvbuf;
 	if (c->ch.size == 1 && !k->in_place && bytes)
-		memcpy(a->recvbuf, k->sendbuf, bytes);
+		psc_copy(a->recvbuf, k->sendbuf, bytes);
 }
 
 /*
@@ -580,7 +581,7 @@ int ps_comm_iallgather(ps_comm_t c, const void *sendbuf, void *recvbuf,
 	if (rc)
 		return rc;
 	if (!k.in_place && k.bytes)
-		memcpy((char *)recvbuf + (size_t)c->ch.rank * k.bytes, sendbuf,
+		psc_copy((char *)recvbuf + (size_t)c->ch.rank * k.bytes, sendbuf,
 		       k.bytes);
 	a.sendbuf = a.recvbuf = recvbuf;
 	return coll_start(c, COLL_ALLGATHER, &a, k.bytes, req);

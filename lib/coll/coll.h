@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "ps_comm.h"
+#include "util/copy.h"
 
 struct psc_sched;
 
@@ -129,7 +130,7 @@ static inline void psc_block(size_t count, int n, int b, size_t *off,
 static inline void psc_input_to_recvbuf(const struct psc_coll_args *a)
 {
 	if (a->sendbuf != a->recvbuf && a->count)
-		memcpy(a->recvbuf, a->sendbuf, a->count * a->esize);
+		psc_copy(a->recvbuf, a->sendbuf, a->count * a->esize);
 }
 
 /* Non-negative remainder. */

@@ -14,6 +14,7 @@
  * whose reduce-scatter is then the rank-ordered direct exchange).
  */
 #include "coll.h"
+#include "util/copy.h"
 
 /* The overlap [*lo, *hi) of [a0, a1) and [b0, b1); false if empty. */
 static bool overlap(size_t a0, size_t a1, size_t b0, size_t b1, size_t *lo,
@@ -76,7 +77,7 @@ int psc_reduce_scatter_hier(struct psc_sched *s,
 	    !psc_group_of(s, a, &h, psc_on_my_node, &node))
 		return 0;
 	/* The first step, so the input can be taken now (also in place). */
-	memcpy(work, a->sendbuf, total * a->esize);
+	psc_copy(work, a->sendbuf, total * a->esize);
 	mine = psc_hier_reduce_pieces(s, a, &h, work, work, total);
 	psc_hier_step(s, a, &node, &sub);
 	scatter_pieces(s, a, &h, &node, work, mine);

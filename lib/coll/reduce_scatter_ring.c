@@ -17,6 +17,7 @@
  * then copied, so every rank that has it has the same bits.
  */
 #include "coll.h"
+#include "util/copy.h"
 
 void psc_ring_reduce_scatter(struct psc_sched *s,
 			     const struct psc_coll_args *a, const char *src,
@@ -32,7 +33,7 @@ void psc_ring_reduce_scatter(struct psc_sched *s,
 	nseg = psc_nseg(maxblk, a->seg);
 	if (a->deterministic) {
 		if (src != work)
-			memcpy(work, src, count * es);
+			psc_copy(work, src, count * es);
 		psc_direct_reduce_scatter(s, a, work, count, shift, last);
 		return;
 	}

@@ -15,12 +15,14 @@
  * collective: pscomm's messages between two ranks do not overtake.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <rdma/fi_errno.h>
 
 #include "coll/sched.h"
+#include "util/copy.h"
 #include "util/util.h"
 
 enum sop_kind { SOP_SEND, SOP_RECV, SOP_REDUCE, SOP_COPY };
@@ -300,6 +302,17 @@ void *psc_sched_tmp(struct psc_sched *s, size_t len)
 
 /* ------------------------------------------------------------- running */
 
+/* A local copy: psc_copy where the blocks are apart, memmove if not. */
+static void copy_op(void *dst, const void *src, size_t len)
+{
+	uintptr_t d = (uintptr_t)dst, s = (uintptr_t)src;
+
+	if (d + len <= s || s + len <= d)
+		psc_copy(dst, src, len);
+	else
+		memmove(dst, src, len);
+}
+
 static void op_done(struct psc_sched *s, struct sop *o)
 {
 	o->state = SOP_DONE;
@@ -330,7 +343,7 @@ static int op_start(struct psc_sched *s, struct sop *o)
 	case SOP_COPY:
 		/* In-place reduce_scatter moves its block within one buffer. */
 		if (o->len && o->dst != o->src)
-			memmove(o->dst, o->src, o->len);
+			copy_op(o->dst, o->src, o->len);
 		op_done(s, o);
 		return 0;
 	}

@@ -18,6 +18,7 @@
 #include <rdma/fi_errno.h>
 
 #include "core/ep_int.h"
+#include "util/copy.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -219,7 +220,7 @@ void psc_req_dispatch(struct ps_comm_request *r,
 		r->status.len = ev->len;
 		/* A chunk received whole into a buffer of its own. */
 		if (r->owns_buf && r->user_len)
-			memcpy(r->user_buf, r->buf, r->user_len);
+			psc_copy(r->user_buf, r->buf, r->user_len);
 		if (r->ep->fab.caps.len_in_cq_data &&
 		    (ev->flags & FI_REMOTE_CQ_DATA) &&
 		    (uint32_t)ev->data != (uint32_t)ev->len)

@@ -9,6 +9,7 @@
 #include <sys/uio.h>
 
 #include "core/ep_int.h"
+#include "util/copy.h"
 #include "util/util.h"
 
 /* Whether r's buffer lies inside the range its parent holds. */
@@ -58,7 +59,7 @@ int psc_mr_req_prepare(struct psc_ep *ep, struct ps_comm_request *r,
 		if (rc)
 			return rc;
 		if (r->kind == PSC_REQ_SEND)
-			memcpy(r->mr_slot->buf, r->buf, r->len);
+			psc_copy(r->mr_slot->buf, r->buf, r->len);
 		*buf = r->mr_slot->buf;
 		*desc = r->mr_slot->mr->desc;
 		return 0;
@@ -82,7 +83,7 @@ int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
 			return rc;
 		memcpy(r->mr_slot->buf, hdr, hdrlen);
 		if (flat && r->len)
-			memcpy((char *)r->mr_slot->buf + hdrlen, r->buf,
+			psc_copy((char *)r->mr_slot->buf + hdrlen, r->buf,
 			       r->len);
 	}
 	iov[0].iov_base = r->mr_slot->buf;
@@ -109,7 +110,7 @@ void psc_mr_req_done(struct psc_ep *ep, struct ps_comm_request *r, size_t got)
 {
 	if (r->mr_slot) {
 		if (r->kind != PSC_REQ_SEND && got)
-			memcpy(r->buf, r->mr_slot->buf, PSC_MIN(got, r->len));
+			psc_copy(r->buf, r->mr_slot->buf, PSC_MIN(got, r->len));
 		psc_mr_slot_put(ep->fab.mr, r->mr_slot);
 		r->mr_slot = NULL;
 	}

@@ -26,6 +26,7 @@
 #include <rdma/fi_errno.h>
 
 #include "core/ep_int.h"
+#include "util/copy.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -142,7 +143,7 @@ static void deliver(struct psc_ep *ep, struct ps_comm_request *r,
 
 	if (r->ep != ep)
 		psc_req_move(r, ep);
-	memcpy(r->buf, data, PSC_MIN(len, r->len));
+	psc_copy(r->buf, data, PSC_MIN(len, r->len));
 	ev.tag = tag;
 	ev.len = len;
 	r->state = PSC_REQ_POSTED;
@@ -208,7 +209,7 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 	u->ep = ep;
 	u->tag = tag;
 	u->len = len;
-	memcpy(u->data, data, len);
+	psc_copy(u->data, data, len);
 	for (tail = &ep->sh->sw_unexp; *tail; tail = &(*tail)->next)
 		;
 	*tail = u;

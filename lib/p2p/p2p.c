@@ -20,6 +20,7 @@
 #include <rdma/fi_errno.h>
 
 #include "p2p/p2p.h"
+#include "util/copy.h"
 #include "util/util.h"
 
 #define LARGE_MAGIC 0x5053434cu /* "PSCL" */
@@ -340,7 +341,7 @@ static int first_recv_complete(struct ps_comm_request *r,
 		return recv_large(r, r->buf);
 	/* A zero-length receive may have a NULL buffer: copy nothing. */
 	if (r->buf == r->scratch && PSC_MIN(got, r->user_len))
-		memcpy(r->user_buf, r->scratch, PSC_MIN(got, r->user_len));
+		psc_copy(r->user_buf, r->scratch, PSC_MIN(got, r->user_len));
 	if (got > r->user_len)
 		r->status.error = -FI_ETRUNC;
 	r->status.len = PSC_MIN(got, r->user_len);
@@ -357,7 +358,7 @@ static int first_recv_truncated(struct ps_comm_request *r, uint64_t tag)
 		r->status.tag = (int)psc_tag_user(tl, tag);
 	}
 	if (r->buf == r->scratch && r->user_len)
-		memcpy(r->user_buf, r->scratch, r->user_len);
+		psc_copy(r->user_buf, r->scratch, r->user_len);
 	r->status.len = r->user_len;
 	return -FI_ETRUNC;
 }

@@ -20,6 +20,7 @@
 
 #include "ps_comm/van.h"
 #include "van_int.h"
+#include "util/copy.h"
 
 
 /* How long stop lets outstanding sends finish before cancelling them. */
@@ -799,7 +800,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 		msg->nseg = i + 1;
 		/* An inline segment is never empty (the decoder checks). */
 		if (buf && psc_van_frame_seg_inline(f, i)) {
-			memcpy(buf, data, len);
+			psc_copy(buf, data, len);
 			data += len;
 			continue;
 		}
