@@ -162,12 +162,13 @@ sys_cmd() {
                  -i "$(slow_cut "$group" "$P2P_ITERS")" -w "$(slow_cut "$group" "$P2P_WARM")")
     local -a ar=(--csv -m "${AR_SIZES%% *}" -M "${AR_SIZES##* }")
     [[ $round == 1 ]] && ar+=(-c)
-    local -a ompi=("$MPIRUN" --allow-run-as-root --oversubscribe --bind-to none -n "$n")
+    local -a ompi=("$MPIRUN" --allow-run-as-root --oversubscribe --bind-to "$(ompi_bind)" -n "$n")
+    local -a hydra=("$MPICH_MPIEXEC" -bind-to "$BIND" -n "$n")
     cmd=()
     case $kind.$name in
     ref.memcpy) cmd=("$work/memcpy_bw" -m 4096 -M 268435456 -t "$([[ $QUICK == 1 ]] && echo 0.05 || echo 0.2)") ;;
     ref.iperf3) cmd=(iperf3 -c 127.0.0.1 -p "$IPERF_PORT" -t 3 -f m) ;;
-    p2p.pscomm) cmd=(env FI_PROVIDER="$group" "$ps_run" -n 2 --provider "$group" -- "$ps_pp" "${pp[@]}") ;;
+    p2p.pscomm) cmd=(env FI_PROVIDER="$group" "$ps_run" -n 2 --bind "$BIND" --provider "$group" -- "$ps_pp" "${pp[@]}") ;;
     p2p.fi_pingpong) fi_cmd "$group" "${P2P_SIZES%% *}" "$P2P_ITERS" 47592 server ;;
     p2p.ompi_ofi)
         cmd=("${ompi[@]}" --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include "$group"
@@ -179,22 +180,25 @@ sys_cmd() {
         [[ $group == shm ]] && btl=self,vader
         cmd=("${ompi[@]}" --mca pml ob1 --mca btl "$btl" --mca btl_tcp_if_include lo
              "$work/ompi_pingpong" "${pp[@]}") ;;
-    p2p.mpich) cmd=("$MPICH_MPIEXEC" -n 2 -genv UCX_TLS "$(ucx_tls "$group")" -genv UCX_NET_DEVICES lo
+    p2p.mpich) cmd=("${hydra[@]}" -genv UCX_TLS "$(ucx_tls "$group")" -genv UCX_NET_DEVICES lo
                     "$work/mpich_pingpong" "${pp[@]}") ;;
     p2p.zmq)
         local t=tcp
         [[ $group == shm ]] && t=ipc
         cmd=("$work/zmq_pingpong" --transport "$t" "${pp[@]}") ;;
-    allreduce.pscomm) cmd=("$ps_run" -n "$n" -- "$ps_ar" "${ar[@]}") ;;
+    allreduce.pscomm) cmd=("$ps_run" -n "$n" --bind "$BIND" -- "$ps_ar" "${ar[@]}") ;;
     allreduce.ompi_native)
         cmd=("${ompi[@]}" --mca pml ob1 --mca btl self,vader "$work/ompi_allreduce" "${ar[@]}") ;;
     allreduce.mpich)
         # UCX polls without ever yielding: oversubscribed, each call takes
         # milliseconds at any size, so a few calls per size are enough.
         (( n > $(nproc) )) && ar+=(-i 5)
-        cmd=("$MPICH_MPIEXEC" -n "$n" -genv UCX_TLS self,sm "$work/mpich_allreduce" "${ar[@]}") ;;
+        cmd=("${hydra[@]}" -genv UCX_TLS self,sm "$work/mpich_allreduce" "${ar[@]}") ;;
     esac
 }
+
+# Open MPI's --bind-to value for $BIND: oversubscribed ranks share cores.
+ompi_bind() { [[ $BIND == core ]] && echo core:overload-allowed || echo none; }
 
 # fi_cmd PROVIDER SIZE ITERS PORT server|client: fill `cmd` with one
 # fi_pingpong side for one size (the client connects to 127.0.0.1).
@@ -323,7 +327,11 @@ record_env() {
     [[ $have_mpich == 1 ]] && echo "MPICH: $(mpichversion 2>/dev/null | awk '/Version:/ {print $NF}'), device $(mpichversion 2>/dev/null | awk '/Device:/ {print $NF}'), UCX $(ucx_version)"
     [[ $have_zmq == 1 ]] && echo "ZeroMQ: $(pkg-config --modversion libzmq 2>/dev/null || echo unknown)"
     [[ $have_iperf == 1 ]] && echo "iperf3: $(iperf3 --version 2>/dev/null | head -1 | awk '{print $2}')"
-    echo "binding: none for every system (pscomm PS_COMM_BIND unset, mpirun --bind-to none, hydra default)"
+    if [[ $BIND == core ]]; then
+        echo "binding: a core per rank for pscomm (--bind core), Open MPI (--bind-to core:overload-allowed) and MPICH (-bind-to core); fi_pingpong, ZeroMQ and the references unbound"
+    else
+        echo "binding: none for every system (pscomm PS_COMM_BIND unset, mpirun --bind-to none, hydra default)"
+    fi
     local n over=""
     for n in 2 $NRANKS; do ((n > ncpu)) && over+=" $n"; done
     [[ -n $over ]] && echo "oversubscribed: rank counts$over exceed the $ncpu cores" ||
