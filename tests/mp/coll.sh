@@ -2,7 +2,7 @@
 # The collectives suite: the full matrix on tcp and shm over 1 to 8 ranks
 # (3, 5, 6 and 7 included), a 64 MiB run, deterministic mode and
 # mismatched arguments, a short rxm receive queue; a quick subset on
-# sockets and udp.
+# sockets (3 ranks) and udp (2).
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/mp/coll_suite"
 providers=${PSC_TEST_PROVIDERS:-tcp shm udp sockets}
@@ -33,8 +33,8 @@ if want tcp; then
 		run_ranks "allreduce 32 KiB, rxm receive queue of 64" 2 tcp 60 \
 		"$top_builddir/examples/allreduce" -m 32768 -M 32768 -i 20 -c
 fi
-for prov in sockets udp; do
-	want "$prov" || continue
-	run_ranks "collectives (quick)" 3 "$prov" 400 "$SUITE" --quick
-done
+# udp on 2 ranks: with 3 on 2 cores libfabric 1.17's rxd can loop inside
+# fi_cq_read for good (doc/fabrics.md, "udp and sockets").
+want sockets && run_ranks "collectives (quick)" 3 sockets 400 "$SUITE" --quick
+want udp && run_ranks "collectives (quick)" 2 udp 400 "$SUITE" --quick
 finish
