@@ -76,6 +76,10 @@ struct psc_caps {
 	bool peer_locks;	/* queues in memory shared with node-local
 				 * peers, under their locks: a peer that dies
 				 * may leave the endpoint locked for good */
+	bool chunks_wait;	/* keeps few unexpected messages and stalls
+				 * the connection behind the next (net): a
+				 * large message's chunks wait for the
+				 * receiver's go-ahead */
 };
 
 /*
@@ -230,6 +234,7 @@ extern const char *const psc_rxm_agree_env[];
 
 extern const struct psc_provider_ops psc_generic_ops;
 extern const struct psc_provider_ops psc_tcp_ops;
+extern const struct psc_provider_ops psc_net_ops;
 extern const struct psc_provider_ops psc_shm_ops;
 extern const struct psc_provider_ops psc_sockets_ops;
 extern const struct psc_provider_ops psc_udp_ops;

@@ -13,6 +13,7 @@
 
 static const struct psc_provider_ops *const profiles[] = {
 	&psc_tcp_ops,
+	&psc_net_ops,
 	&psc_shm_ops,
 	&psc_sockets_ops,
 	&psc_udp_ops,

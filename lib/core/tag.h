@@ -2,8 +2,9 @@
  * The 64-bit tag layout: [protocol | large | context | source rank | user
  * tag], sized from the provider's mem_tag_format. The source rank stays
  * in the tag, so matching never depends on FI_DIRECTED_RECV, and each
- * protocol (user, continuation, collective, van, control) has its own
- * bits, so internal traffic never matches a user receive. Pure functions.
+ * protocol (user, continuation, collective, van, control, go-ahead) has
+ * its own bits, so internal traffic never matches a user receive. Pure
+ * functions.
  */
 #ifndef PSC_TAG_H
 #define PSC_TAG_H
@@ -21,6 +22,7 @@ enum psc_proto {
 	PSC_PROTO_COLL = 2, /* collectives */
 	PSC_PROTO_VAN = 3,  /* ps-lite van */
 	PSC_PROTO_CTRL = 4, /* control: finalize barrier */
+	PSC_PROTO_CTS = 5,  /* go-ahead for a large message's chunks */
 };
 
 #define PSC_TAG_PROTO_BITS 3

@@ -10,6 +10,15 @@
  * per chunk with the exact continuation tag, so chunks of different
  * messages can never mix, and the send order of first pieces keeps MPI's
  * non-overtaking rule.
+ *
+ * Where the provider stalls a connection behind an unexpected message it
+ * cannot keep (caps.chunks_wait), the sender of a rank-addressed message
+ * flags its header and posts its chunks only when the receiver's
+ * go-ahead (PSC_PROTO_CTS, with the stream id) arrives, which the
+ * receiver sends once its chunk receives are posted. A chunk then never
+ * arrives unexpected, so a message nobody receives yet cannot hold up the
+ * ones behind it. The van's messages (addressed by node, and always
+ * received) keep the eager order.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -25,20 +34,28 @@
 
 #define LARGE_MAGIC 0x5053434cu /* "PSCL" */
 #define LARGE_HDR_LEN 24
+/* Header flag: the sender posts its chunks on the receiver's go-ahead. */
+#define LARGE_WAITS 1u
+/* Where a waiting parent send keeps the go-ahead (after its header). */
+#define CTS_OFF LARGE_HDR_LEN
+#define CTS_LEN 4
+/* Where a go-ahead send keeps its payload: past an untagged header. */
+#define CTS_SEND_OFF 16
 
 static const struct psc_req_ops first_recv_ops;
+static const struct psc_req_ops cts_recv_ops;
 
-/* Create and post one child operation of parent. Lock held. */
-static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
-		      void *buf, size_t len, uint64_t tag, uint64_t ignore,
-		      bool first)
+/* A new child operation of parent, not yet posted. Lock held. */
+static struct ps_comm_request *new_child(struct ps_comm_request *parent,
+					 enum psc_req_kind kind, void *buf,
+					 size_t len, uint64_t tag,
+					 uint64_t ignore)
 {
-	struct psc_ep *ep = parent->ep;
-	struct ps_comm_request *k = psc_req_alloc(ep, parent->owner, kind);
-	int rc;
+	struct ps_comm_request *k = psc_req_alloc(parent->ep, parent->owner,
+						  kind);
 
 	if (!k)
-		return -ENOMEM;
+		return NULL;
 	k->buf = buf;
 	k->len = len;
 	k->tag = tag;
@@ -46,26 +63,66 @@ static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
 	k->addr = parent->addr;
 	k->data = len;
 	psc_req_adopt(parent, k);
-	rc = first ? psc_ep_post_first(ep, k) : psc_ep_post(ep, k);
+	return k;
+}
+
+/* Post child k (as a first message or an exact one). Lock held. */
+static int post_kid(struct ps_comm_request *k, bool first)
+{
+	int rc = first ? psc_ep_post_first(k->ep, k) : psc_ep_post(k->ep, k);
+
 	if (rc)
 		psc_req_complete(k, rc);
 	return rc;
 }
 
-/* Post a large send as a header plus chunks. Lock held. */
+/* Create and post one child operation of parent. Lock held. */
+static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
+		      void *buf, size_t len, uint64_t tag, uint64_t ignore,
+		      bool first)
+{
+	struct ps_comm_request *k = new_child(parent, kind, buf, len, tag,
+					      ignore);
+
+	return k ? post_kid(k, first) : -ENOMEM;
+}
+
+/* Post the chunks of large send p (p->buf, p->len). Lock held. */
+static int post_chunks(struct ps_comm_request *p)
+{
+	const struct psc_chan *ch = p->owner;
+	size_t max = psc_ep_caps(p->ep)->max_msg_size;
+	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
+	uint64_t ctag = psc_tag_make(ch->tl, PSC_PROTO_CONT, false, ch->ctx,
+				     (uint32_t)p->status.source, seq);
+	int rc = 0;
+
+	for (size_t off = 0; rc == 0 && off < p->len; off += max)
+		rc = post_child(p, PSC_REQ_SEND, (char *)p->buf + off,
+				PSC_MIN(max, p->len - off), ctag, 0, false);
+	return rc;
+}
+
+/*
+ * Post a large send as a header plus chunks, or, when the chunks must
+ * wait, a header and the receive of the go-ahead (from any rank: the
+ * stream id is the sender's own). Lock held.
+ */
 static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       unsigned proto, const void *buf, size_t len,
 		       uint32_t src, uint32_t tag)
 {
 	const struct psc_tag_layout *tl = ch->tl;
-	size_t max = psc_ep_caps(p->ep)->max_msg_size;
+	bool waits = psc_ep_caps(p->ep)->chunks_wait &&
+		     proto != PSC_PROTO_VAN;
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
-	uint64_t ctag = psc_tag_make(tl, PSC_PROTO_CONT, false, ch->ctx,
-				     src, seq);
+	struct ps_comm_request *k;
 	int rc;
 
+	p->buf = (void *)buf;
+	p->len = len;
 	psc_be_put(p->scratch, LARGE_MAGIC, 4);
-	psc_be_put(p->scratch + 4, 0, 4);
+	psc_be_put(p->scratch + 4, waits ? LARGE_WAITS : 0, 4);
 	psc_be_put(p->scratch + 8, len, 8);
 	psc_be_put(p->scratch + 16, seq, 4);
 	psc_be_put(p->scratch + 20, 0, 4);
@@ -73,16 +130,71 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	psc_ep_hold_range(p->ep, p, buf, len);
 	/* Hold a reference so the parent cannot complete while posting. */
 	p->children_left++;
-	rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
-			psc_tag_make(tl, proto, true, ch->ctx, src, tag), 0,
-			true);
-	for (size_t off = 0; rc == 0 && off < len; off += max)
-		rc = post_child(p, PSC_REQ_SEND, (char *)buf + off,
-				PSC_MIN(max, len - off), ctag, 0, false);
+	rc = 0;
+	if (waits) {
+		k = new_child(p, PSC_REQ_RECV, p->scratch + CTS_OFF, CTS_LEN,
+			      psc_tag_make(tl, PSC_PROTO_CTS, false, ch->ctx,
+					   0, seq),
+			      tl->rank_mask | tl->large_bit);
+		if (!k)
+			rc = -ENOMEM;
+		else {
+			k->ops = &cts_recv_ops;
+			k->addr = FI_ADDR_UNSPEC;
+			rc = post_kid(k, true);
+		}
+	}
+	if (rc == 0)
+		rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
+				psc_tag_make(tl, proto, true, ch->ctx, src,
+					     tag),
+				0, true);
+	if (rc == 0 && !waits)
+		rc = post_chunks(p);
+	/* A piece that could not even be created fails the message. */
+	if (rc && !p->status.error)
+		p->status.error = rc;
 	p->children_left--;
 	if (p->children_left == 0)
 		psc_req_complete(p, p->status.error);
 	return 0;
+}
+
+/* The receiver's go-ahead arrived: post the chunks. Lock held. */
+static int cts_recv_complete(struct ps_comm_request *k,
+			     const struct fi_cq_tagged_entry *ev)
+{
+	(void)ev;
+	return post_chunks(k->parent);
+}
+
+static const struct psc_req_ops cts_recv_ops = {
+	.size = sizeof(struct psc_req_ops),
+	.complete = cts_recv_complete,
+};
+
+/*
+ * Tell the sender of large message r (header just matched, its chunk
+ * receives posted) to send the chunks of stream seq. Lock held.
+ */
+static int send_cts(struct ps_comm_request *r, uint32_t seq)
+{
+	const struct psc_chan *ch = r->owner;
+	int src = r->status.source;
+	struct ps_comm_request *k;
+
+	if (!ch->peers || src < 0 || src >= ch->size)
+		return -EPROTO;
+	k = new_child(r, PSC_REQ_SEND, NULL, CTS_LEN,
+		      psc_tag_make(ch->tl, PSC_PROTO_CTS, false, ch->ctx,
+				   (uint32_t)ch->rank, seq),
+		      0);
+	if (!k)
+		return -ENOMEM;
+	k->buf = k->scratch + CTS_SEND_OFF;
+	psc_be_put(k->buf, seq, CTS_LEN);
+	k->addr = ch->peers[src];
+	return post_kid(k, true);
 }
 
 /*
@@ -272,11 +384,12 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	const struct psc_caps *caps = psc_ep_caps(r->ep);
 	size_t max = caps->max_msg_size;
 	uint64_t total, ctag, ignore;
-	uint32_t seq;
+	uint32_t seq, flags;
 	int rc = 0;
 
 	if (psc_be_get(hdr, 4) != LARGE_MAGIC)
 		return -EPROTO;
+	flags = (uint32_t)psc_be_get(hdr + 4, 4);
 	total = psc_be_get(hdr + 8, 8);
 	seq = (uint32_t)psc_be_get(hdr + 16, 4);
 	psc_tag_match(tl, PSC_PROTO_CONT, ch->ctx, r->status.source, seq,
@@ -307,6 +420,8 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 		if (take < n && r->kids != before)
 			r->kids->expect_trunc = true;
 	}
+	if (rc == 0 && (flags & LARGE_WAITS))
+		rc = send_cts(r, seq);
 	r->children_left--;
 	if (r->children_left == 0) {
 		psc_req_complete(r, r->status.error);

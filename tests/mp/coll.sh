@@ -1,14 +1,14 @@
 #!/bin/sh
-# The collectives suite: the full matrix on tcp and shm over 1 to 8 ranks
-# (3, 5, 6 and 7 included), a 64 MiB run, deterministic mode and
+# The collectives suite: the full matrix on tcp, net and shm over 1 to 8
+# ranks (3, 5, 6 and 7 included), a 64 MiB run, deterministic mode and
 # mismatched arguments, a short rxm receive queue; a quick subset on
 # sockets (3 ranks) and udp (2).
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/mp/coll_suite"
-providers=${PSC_TEST_PROVIDERS:-tcp shm udp sockets}
+providers=${PSC_TEST_PROVIDERS:-tcp net shm udp sockets}
 want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
-for prov in tcp shm; do
+for prov in tcp net shm; do
 	want "$prov" || continue
 	for n in 1 2 3 4 5 6 7 8; do
 		q=

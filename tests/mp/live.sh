@@ -5,7 +5,7 @@
 # killed rank's shm region not blocking the next process with its pid.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/mp/live_suite"
-providers=${PSC_TEST_PROVIDERS:-tcp shm udp sockets}
+providers=${PSC_TEST_PROVIDERS:-tcp net shm udp sockets}
 
 # A rank killed by SIGKILL leaves its shm region in /dev/shm under its pid.
 # A later process given that pid must still open its endpoint, and remove
@@ -69,7 +69,7 @@ for prov in $providers; do
 	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "ps_comm_abort reaches every rank" 4 "$prov" 60 \
 		"$SUITE" --abort
-	case $prov in tcp|shm) ;; *) continue ;; esac
+	case $prov in tcp|net|shm) ;; *) continue ;; esac
 	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "a dead rank fails the communicators that hold it" 4 \
 		"$prov" 60 "$SUITE" --split

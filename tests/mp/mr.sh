@@ -12,10 +12,10 @@
 P2P="$top_builddir/tests/mp/p2p_suite"
 MR="$top_builddir/tests/mp/mr_suite"
 COLL="$top_builddir/tests/mp/coll_suite"
-providers=${PSC_TEST_PROVIDERS:-tcp shm sockets}
+providers=${PSC_TEST_PROVIDERS:-tcp net shm sockets}
 want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
-for prov in tcp shm; do
+for prov in tcp net shm; do
 	want "$prov" || continue
 	PS_COMM_MR_MODE=local \
 		run_ranks "p2p, registration forced" 2 "$prov" 240 "$P2P"

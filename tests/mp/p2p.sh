@@ -1,6 +1,6 @@
 #!/bin/sh
-# The point-to-point suite on every provider present here (tcp, shm, udp,
-# sockets), with 2, 3 and 4 ranks; again with a forced small
+# The point-to-point suite on every provider present here (tcp, net, shm,
+# udp, sockets), with 2, 3 and 4 ranks; again with a forced small
 # max_msg_size so large messages are split; and with software
 # matching forced where the provider's own matching is the default.
 . "${srcdir:-.}/tests/mp/common.sh"
@@ -8,10 +8,10 @@ SUITE="$top_builddir/tests/mp/p2p_suite"
 # PSC_TEST_PROVIDERS narrows the providers (CI's sanitizer run leaves out
 # udp: slowed down by ASan, udp;ofi_rxd sometimes stalls in its own
 # retransmission).
-providers=${PSC_TEST_PROVIDERS:-tcp shm udp sockets}
+providers=${PSC_TEST_PROVIDERS:-tcp net shm udp sockets}
 want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
-for prov in tcp shm udp; do
+for prov in tcp net shm udp; do
 	want "$prov" || continue
 	# udp;ofi_rxd stalls in its own retransmission with 10,000 messages
 	# in flight between 3 ranks on 2 cores: it runs the 1,000 version.
@@ -21,7 +21,7 @@ for prov in tcp shm udp; do
 		run_ranks "p2p" "$n" "$prov" 240 "$SUITE" $quick
 	done
 	# Split messages: 2,048 chunks of 4 KiB also make udp;ofi_rxd stall
-	# now and then, so splitting is proven on tcp and shm.
+	# now and then, so splitting is proven on tcp, net and shm.
 	[ "$prov" = udp ] && continue
 	PS_COMM_MAX_MSG_SIZE=4096 \
 		run_ranks "p2p, max_msg_size 4 KiB" 3 "$prov" 240 "$SUITE"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# The ps-lite van on tcp and shm: its Check suite (bind, connect, self-
+# The ps-lite van on tcp, net and shm: its Check suite (bind, connect, self-
 # sends, no-id senders, 8 sending threads, 0 B/1 B/64 MiB segments, stop
 # and start, bad frames, unreachable peers) under each provider, then the
 # kvstore example as separate processes started the way ps-lite starts a
@@ -10,7 +10,7 @@
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/unit/check_van"
 KV="$top_builddir/examples/kvstore"
-providers=${PSC_TEST_PROVIDERS:-tcp shm}
+providers=${PSC_TEST_PROVIDERS:-tcp net shm}
 want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # kvstore_start ROLE COUNT ARGS...: COUNT kvstore processes of ROLE in the
@@ -56,7 +56,7 @@ kvstore_job() {
 	rm -f "$log"
 }
 
-for prov in tcp shm; do
+for prov in tcp net shm; do
 	want "$prov" || continue
 	if ! have_provider "$prov"; then
 		skip "van on $prov: provider not present"
@@ -132,7 +132,7 @@ kvstore_kill() {
 	rm -f "$log" "$slog"
 }
 
-for prov in tcp shm; do
+for prov in tcp net shm; do
 	want "$prov" && have_provider "$prov" || continue
 	kvstore_kill "$prov" 0.3
 	kvstore_kill "$prov" 1.5

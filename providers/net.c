@@ -1,0 +1,49 @@
+/*
+ * net: libfabric's native RDM provider over TCP sockets (xnet in the
+ * sources), without the rxm layer. One entry per IP interface and
+ * address family. Connections open on the first send; progress runs in
+ * the caller's CQ reads (no provider thread unless the fabric is opened
+ * for it), and the CQ wait fd covers every socket.
+ *
+ * Two facts shape pscomm's use of it (libfabric 1.17):
+ * - A receive that finds no matching posted buffer keeps at most
+ *   FI_NET_MAX_SAVED (4) tagged messages of up to 128 bytes per
+ *   connection; any other unexpected message stops the connection
+ *   until a receive for it is posted. pscomm therefore matches first
+ *   messages in software (bounce buffers are always posted), and a
+ *   large message's chunks wait for the receiver's go-ahead
+ *   (caps.chunks_wait), so nothing unexpected ever blocks the messages
+ *   behind it.
+ * - The tag travels in the 8 bytes of remote CQ data of untagged sends.
+ */
+#include "provider.h"
+
+static const struct psc_tunable net_tunables[] = {
+	{"FI_NET_IFACE", "interface the net provider uses (default: all); "
+			 "pscomm follows PS_COMM_IFNAME unless this is set"},
+	{"FI_NET_PORT_LOW_RANGE", "lowest port the provider listens on"},
+	{"FI_NET_PORT_HIGH_RANGE", "highest port the provider listens on"},
+	{"FI_NET_NODELAY", "TCP_NODELAY on the provider's sockets"},
+	{"FI_NET_MAX_SAVED", "unexpected small tagged messages kept per "
+			     "connection (4); pscomm does not rely on it"},
+	{NULL, NULL},
+};
+
+static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
+{
+	psc_generic_derive_caps(info, c);
+	c->wait_fd = true;
+	c->ip_addressed = true;
+	c->sw_match = true;
+	c->sw_tag_in_data = c->cq_data_size >= 8;
+	c->chunks_wait = true;
+	c->link = PSC_LINK_IP;
+}
+
+const struct psc_provider_ops psc_net_ops = {
+	.size = sizeof(struct psc_provider_ops),
+	.name = "net",
+	.derive_caps = net_derive_caps,
+	.tunables = net_tunables,
+	.iface_env = "FI_NET_IFACE",
+};
