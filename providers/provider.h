@@ -205,7 +205,7 @@ const char *psc_provider_missing_hint(const char *name);
 /*
  * Rank of a provider for traffic between nodes, lower is better:
  * hardware providers (efa, opx, psm3, psm2, cxi, verbs) in that order,
- * then tcp;ofi_rxm, tcp, sockets and udp, then any other (not yet
+ * then net, tcp;ofi_rxm, tcp, sockets and udp, then any other (not yet
  * validated by pscomm's suite). -1 for shm, which never serves between
  * nodes.
  */

@@ -40,7 +40,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 ALL_CASES="bootstrap pingpong allreduce64k allreduce16m bcast iallreduce \
 finalize sigstop sigstop-short busy"
-providers="tcp shm"
+providers="tcp net shm"
 cases=$ALL_CASES
 reps=3
 T=4

@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/fault/netns.sh: network faults between "hosts", one network
-# namespace per rank (tests/netns/lib.sh), on FI_PROVIDER=tcp:
+# namespace per rank (tests/netns/lib.sh), on each provider of -p (net,
+# the default between nodes, and tcp;ofi_rxm):
 #	loss	5% of the packets into every namespace dropped (nftables) and a
 #		tbf rate cap on every eth0: allreduce of 4 KiB, 256 KiB and
 #		4 MiB stays bit-exact and every rank exits 0
@@ -13,7 +14,7 @@
 # build tree; logs are under tests/fault/logs-netns/.
 #
 #	sudo tests/fault/netns.sh [-n 2|4] [-t SECS] [-c "loss flap down"]
-#				  [-v RANK] [-r RATE]
+#				  [-v RANK] [-r RATE] [-p "net tcp"]
 #
 # Exit: 0 all passed, 1 any failed, 2 bad usage, 77 not root (or no
 # namespace support).
@@ -32,14 +33,16 @@ T=4
 cases="loss flap down"
 victim=1
 rate=200mbit
+providers="net tcp"
 MARGIN=10
-while getopts n:t:c:v:r:h opt; do
+while getopts n:t:c:v:r:p:h opt; do
 	case $opt in
 	n) nranks=$OPTARG ;;
 	t) T=$OPTARG ;;
 	c) cases=$OPTARG ;;
 	v) victim=$OPTARG ;;
 	r) rate=$OPTARG ;;
+	p) providers=$OPTARG ;;
 	h) sed -n '2,/^$/s/^# \{0,1\}//p' "$0"; exit 0 ;;
 	*) exit 2 ;;
 	esac
@@ -68,7 +71,7 @@ fault_exec() {
 	shift
 	exec ip netns exec "${NETNS_NAMES[i]}" "$@"
 }
-export FI_PROVIDER=tcp PS_COMM_PEER_TIMEOUT=$T
+export PS_COMM_PEER_TIMEOUT=$T
 
 # start NAME ARGS...: the job in the namespaces, up to its phase loop.
 start() {
@@ -111,7 +114,7 @@ case_loss() {
 	for size in 4K:200 256K:40 4M:8; do
 		iters=${size#*:}
 		size=${size%:*}
-		clean_job "loss-$size|tcp|-" 180 allreduce -s "$size" -n "$iters"
+		clean_job "loss-$size|$FI_PROVIDER|-" 180 allreduce -s "$size" -n "$iters"
 	done
 	for i in "${RANKS[@]}"; do
 		netns_loss "$i" 0
@@ -159,29 +162,32 @@ unplug() {
 
 case_flap() {
 	local out=$((T * 1000 / 3))
-	unplug "flap|tcp|$victim" clean "$out" $((out / 1000 + 8 + T + MARGIN)) \
+	unplug "flap|$FI_PROVIDER|$victim" clean "$out" $((out / 1000 + 8 + T + MARGIN)) \
 		allreduce -s 64K -d $((out / 1000 + 8))
 }
 
 case_down() {
 	# Exit 5 only: a link that is down is no bootstrap failure and no
 	# provider stuck on a dead process's lock.
-	FAULT_OK_CODES=5 unplug "down|tcp|$victim" fault $((3 * T * 1000)) $((T + MARGIN)) \
+	FAULT_OK_CODES=5 unplug "down|$FI_PROVIDER|$victim" fault $((3 * T * 1000)) $((T + MARGIN)) \
 		allreduce -s 64K -d 300
 }
 
-echo "# netns.sh: $nranks namespaces, PS_COMM_PEER_TIMEOUT=$T, cases: $cases"
-for c in $cases; do
-	case $c in
-	loss | flap | down) "case_$c" ;;
-	*) echo "netns.sh: unknown case '$c'" >&2; exit 2 ;;
-	esac
+echo "# netns.sh: $nranks namespaces, PS_COMM_PEER_TIMEOUT=$T, cases: $cases, providers: $providers"
+for FI_PROVIDER in $providers; do
+	export FI_PROVIDER
+	for c in $cases; do
+		case $c in
+		loss | flap | down) "case_$c" ;;
+		*) echo "netns.sh: unknown case '$c'" >&2; exit 2 ;;
+		esac
+	done
 done
 
 {
 	echo "# pscomm network faults (tests/fault/netns.sh)"
 	echo
-	echo "$nranks namespaces, tcp, PS_COMM_PEER_TIMEOUT=$T s, loss 5% into every namespace + tbf $rate, unplugged rank $victim."
+	echo "$nranks namespaces, $providers, PS_COMM_PEER_TIMEOUT=$T s, loss 5% into every namespace + tbf $rate, unplugged rank $victim."
 	echo "Every rank is counted; times run from the unplugging to each rank's exit."
 	echo
 	fault_table

@@ -1,8 +1,9 @@
 #!/bin/bash
 # tests/netns/nodes.sh: node-aware communicators across "hosts". Each
 # network namespace plays a node with several ranks; FI_PROVIDER is left
-# unset, so pscomm must choose shm inside a namespace and tcp between
-# them by itself, and say so. Layouts: 2 x 2, 3 x 2 and the uneven 3+1.
+# unset, so pscomm must choose shm inside a namespace and net (libfabric's
+# native TCP provider) between them by itself, and say so. Layouts: 2 x 2,
+# 3 x 2 and the uneven 3+1.
 # Point-to-point (wildcards, ordering, truncation over both fabrics at
 # once) and every collective run in each, checked bit for bit by their
 # suites. Needs root; exit 77 (skip) otherwise.
@@ -65,8 +66,8 @@ check() {
 for layout in "2 2" "2 2 2" "3 1"; do
 	export NETNS_LAYOUT=$layout
 	what="layout ${layout// /+}"
-	check "p2p, $what: shm inside nodes, tcp between" \
-		'shm+tcp;ofi_rxm' "$P2P_SUITE" --quick
+	check "p2p, $what: shm inside nodes, net between" \
+		'shm+net' "$P2P_SUITE" --quick
 	check "collectives, $what" - "$COLL_SUITE" --quick
 done
 # One namespace: shm for everything, unasked.
@@ -74,7 +75,7 @@ export NETNS_LAYOUT=3
 check "p2p, 3 ranks in one namespace: shm only" 'shm' "$P2P_SUITE" --quick
 # One rank per namespace: the network for everything.
 export NETNS_LAYOUT="1 1 1"
-check "p2p, one rank per namespace: tcp only" 'tcp;ofi_rxm' \
+check "p2p, one rank per namespace: net only" 'net' \
 	"$P2P_SUITE" --quick
 [ "$failed" = 0 ] || exit 1
 exit 0

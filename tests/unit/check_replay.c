@@ -446,8 +446,66 @@ START_TEST(test_roles)
 			 psc_provider_net_rank("verbs;ofi_rxm"));
 	ck_assert_int_lt(psc_provider_net_rank("verbs;ofi_rxm"),
 			 psc_provider_net_rank("tcp;ofi_rxm"));
-	ck_assert_int_lt(psc_provider_net_rank("tcp;ofi_rxm"),
+	ck_assert_int_lt(psc_provider_net_rank("verbs;ofi_rxm"),
 			 psc_provider_net_rank("net"));
+	ck_assert_int_lt(psc_provider_net_rank("net"),
+			 psc_provider_net_rank("tcp;ofi_rxm"));
+	ck_assert_int_lt(psc_provider_net_rank("tcp;ofi_rxm"),
+			 psc_provider_net_rank("udp;ofi_rxd"));
+}
+END_TEST
+
+/* libfabric 1.17's order here: tcp;ofi_rxm, then net (xnet). */
+static const char two_ip_fabrics[] =
+	"fi_info:\n"
+	"    caps: [ FI_MSG, FI_TAGGED, FI_RECV, FI_SEND, FI_DIRECTED_RECV ]\n"
+	"    addr_format: FI_SOCKADDR_IN\n"
+	"    fi_ep_attr:\n"
+	"        type: FI_EP_RDM\n"
+	"    fi_domain_attr:\n"
+	"        name: eth0\n"
+	"        cq_data_size: 8\n"
+	"    fi_fabric_attr:\n"
+	"        prov_name: tcp;ofi_rxm\n"
+	"fi_info:\n"
+	"    caps: [ FI_MSG, FI_TAGGED, FI_RECV, FI_SEND, FI_DIRECTED_RECV ]\n"
+	"    addr_format: FI_SOCKADDR_IN\n"
+	"    fi_ep_attr:\n"
+	"        type: FI_EP_RDM\n"
+	"    fi_domain_attr:\n"
+	"        name: eth0\n"
+	"        cq_data_size: 8\n"
+	"    fi_fabric_attr:\n"
+	"        prov_name: net\n";
+
+/*
+ * Between nodes over IP, net wins over tcp;ofi_rxm, with software
+ * matching and chunks that wait for the go-ahead (it stalls a connection
+ * behind an unexpected message); tcp;ofi_rxm needs no go-ahead.
+ */
+START_TEST(test_net_preferred)
+{
+	struct fi_info *list = NULL;
+	struct psc_select sel;
+	char err[256];
+
+	ck_assert_int_eq(psc_replay_parse(two_ip_fabrics, &list, err,
+					  sizeof(err)), 0);
+	memset(&sel, 0, sizeof(sel));
+	sel.rank = -1;
+	sel.role = PSC_ROLE_NET;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "net");
+	ck_assert(sel.caps.sw_match);
+	ck_assert(sel.caps.sw_tag_in_data);
+	ck_assert(sel.caps.chunks_wait);
+	ck_assert(sel.caps.wait_fd);
+	fi_freeinfo(list->next);
+	list->next = NULL;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "tcp;ofi_rxm");
+	ck_assert(!sel.caps.chunks_wait);
+	fi_freeinfo(list);
 }
 END_TEST
 
@@ -675,6 +733,7 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_first_usable_fixes_provider);
 	tcase_add_test(tc, test_ip_iface);
 	tcase_add_test(tc, test_roles);
+	tcase_add_test(tc, test_net_preferred);
 	tcase_add_test(tc, test_params_applied);
 	suite_add_tcase(s, tc);
 
