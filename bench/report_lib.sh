@@ -128,6 +128,11 @@ p2p tcp 2 latency_us 4096 zmq 1.0 tcp 4 KiB latency below ZeroMQ (lead kept)
 p2p shm 2 bandwidth_MBps 1048576 ompi_native 1.0 shm 1 MiB bandwidth above vader (lead kept)
 p2p shm 2 bandwidth_MBps 4194304 ompi_native 1.0 shm 4 MiB bandwidth above vader (lead kept)
 p2p tcp 2 bandwidth_MBps 4194304 ompi_ofi 1.0 tcp 4 MiB bandwidth above Open MPI over tcp (lead kept)
+p2p net 2 latency_us 8 fi_pingpong 1.15 net 8 B latency within 1.15x libfabric's floor
+p2p net 2 latency_us 4096 fi_pingpong 1.15 net 4 KiB latency within 1.15x libfabric's floor
+p2p net 2 latency_us 1048576 zmq 1.0 net 1 MiB latency at or below ZeroMQ (tcp://)
+p2p net 2 latency_us 4096 zmq 1.0 net 4 KiB latency below ZeroMQ (tcp://)
+p2p net 2 latency_us 4096 ompi_native 1.0 net 4 KiB latency below Open MPI's tcp BTL
 allreduce shm 2 time_us 65536 ompi_native 1.2 allreduce 2 ranks 64 KiB within 1.2x vader
 allreduce shm 2 time_us 1048576 ompi_native 1.2 allreduce 2 ranks 1 MiB within 1.2x vader
 allreduce shm 4 time_us 65536 ompi_native 1.2 allreduce 4 ranks 64 KiB within 1.2x vader

@@ -92,7 +92,8 @@ list_systems() {
             fi
             [[ $have_pscomm == 1 ]] && SYSTEMS+=("p2p.$p.pscomm")
             [[ $have_fi == 1 ]] && SYSTEMS+=("p2p.$p.fi_pingpong")
-            [[ $p == shm || $p == tcp ]] || continue
+            # The peers over sockets serve both TCP providers' groups.
+            [[ $p == shm || $p == tcp || $p == net ]] || continue
             [[ $have_ompi == 1 ]] && ompi_ofi_ok "$p" && SYSTEMS+=("p2p.$p.ompi_ofi")
             [[ $have_ompi == 1 ]] && SYSTEMS+=("p2p.$p.ompi_native")
             [[ $have_mpich == 1 ]] && SYSTEMS+=("p2p.$p.mpich")
@@ -141,7 +142,7 @@ sys_label() {
 }
 
 # ucx_tls GROUP: the UCX transports MPICH is held to for that group.
-ucx_tls() { [[ $1 == tcp ]] && echo self,tcp || echo self,sm; }
+ucx_tls() { [[ $1 == shm ]] && echo self,sm || echo self,tcp; }
 
 # sys_ranks SYSTEM: the rank counts it runs at.
 sys_ranks() {

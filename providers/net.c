@@ -15,6 +15,14 @@
  *   (caps.chunks_wait), so nothing unexpected ever blocks the messages
  *   behind it.
  * - The tag travels in the 8 bytes of remote CQ data of untagged sends.
+ * - Connections open on the first send, from either end. When both ends
+ *   connect at once, each side may keep a different one of the two
+ *   (xnet_process_connreq) and close the other, failing the sends queued
+ *   on it (FI_ECANCELED) or in flight on it (FI_ENOTCONN, broken pipe)
+ *   although the peer is alive and never received them. pscomm posts such
+ *   a send again (caps.resend_on_reset); the next one opens or uses the
+ *   surviving connection. Seen once in the p2p suite's finalize barrier,
+ *   between two ranks that had never talked before.
  */
 #include "provider.h"
 
@@ -37,6 +45,7 @@ static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->sw_match = true;
 	c->sw_tag_in_data = c->cq_data_size >= 8;
 	c->chunks_wait = true;
+	c->resend_on_reset = true;
 	c->link = PSC_LINK_IP;
 }
 

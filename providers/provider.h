@@ -80,6 +80,9 @@ struct psc_caps {
 				 * the connection behind the next (net): a
 				 * large message's chunks wait for the
 				 * receiver's go-ahead */
+	bool resend_on_reset;	/* a send whose connection closed under it
+				 * (crossing connects, net) never went out:
+				 * post it again, a few times at most */
 };
 
 /*

@@ -246,6 +246,41 @@ static void handle_completion(struct psc_ep *ep,
 		psc_req_dispatch(r, ev);
 }
 
+/* Times a send is posted again after its connection closed under it. */
+#define RESENDS 8
+
+/*
+ * Post send r again if its error says the connection it was queued on
+ * closed before it went out, where the provider does that to live peers
+ * (caps.resend_on_reset). A dead peer refuses the connection, which is
+ * no such error, and a send pscomm cancelled stays cancelled. Errors are
+ * read in the order of the sends, under the lock, so their order holds.
+ * Returns true if r is taken care of. Lock held.
+ */
+static bool resend(struct psc_ep *ep, struct ps_comm_request *r, int err)
+{
+	int rc;
+
+	if (r->kind != PSC_REQ_SEND || !ep->fab.caps.resend_on_reset ||
+	    r->cancel_asked || r->resends >= RESENDS)
+		return false;
+	if (err != FI_ECANCELED && err != FI_ENOTCONN &&
+	    err != FI_ECONNRESET && err != FI_ECONNABORTED)
+		return false;
+	r->resends++;
+	psc_log(PSC_LOG_INFO, ep->fab.rank, "sending to fi_addr %llu again: "
+		"its connection closed before the message went out (%s)",
+		(unsigned long long)r->addr, fi_strerror(err));
+	r->state = PSC_REQ_QUEUED;
+	rc = psc_ep_post(ep, r);
+	if (rc) {
+		psc_req_set_errmsg(r, "sending again failed: %s",
+				   fi_strerror(-rc));
+		psc_req_complete(r, rc);
+	}
+	return true;
+}
+
 /* A CQ error entry: fail the one request it names. */
 static void handle_cq_error(struct psc_ep *ep)
 {
@@ -287,6 +322,8 @@ static void handle_cq_error(struct psc_ep *ep)
 		psc_req_complete(r, -FI_ETRUNC);
 		return;
 	}
+	if (resend(ep, r, err))
+		return;
 	if (err == FI_ECANCELED) {
 		psc_req_complete(r, -FI_ECANCELED);
 		return;
@@ -364,6 +401,7 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 		return;
 	}
 	if (r->state == PSC_REQ_POSTED && !psc_ep_poisoned(ep)) {
+		r->cancel_asked = true;
 		psc_prov_enter(ep, "fi_cancel", r->addr);
 		fi_cancel(&ep->fab.ep->fid, &r->fctx);
 		psc_prov_exit(ep);

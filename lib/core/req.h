@@ -89,6 +89,8 @@ struct ps_comm_request {
 	bool untagged;	      /* software matching: header in scratch */
 	bool owns_buf;	      /* buf is malloc'd: free it with the request */
 	bool no_inject;	      /* complete only once the provider sent it */
+	bool cancel_asked;    /* pscomm called fi_cancel on it */
+	uint8_t resends;      /* posted again after its connection closed */
 	size_t user_len;      /* receive: the caller's buffer length */
 	void *user_buf;
 	uint8_t scratch[32];  /* large header or short-receive bounce */

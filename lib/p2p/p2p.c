@@ -116,7 +116,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	bool waits = psc_ep_caps(p->ep)->chunks_wait &&
 		     proto != PSC_PROTO_VAN;
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
-	struct ps_comm_request *k;
+	struct ps_comm_request *k = NULL;
 	int rc;
 
 	p->buf = (void *)buf;
@@ -151,6 +151,9 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 				0, true);
 	if (rc == 0 && !waits)
 		rc = post_chunks(p);
+	/* No header went out: no go-ahead will come. */
+	if (rc && k && !psc_req_done(k))
+		psc_ep_cancel(k->ep, k);
 	/* A piece that could not even be created fails the message. */
 	if (rc && !p->status.error)
 		p->status.error = rc;

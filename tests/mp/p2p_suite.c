@@ -49,6 +49,63 @@ static void ok(const char *test)
 	fflush(stdout);
 }
 
+/*
+ * First contact, before any other traffic: every rank sends to every
+ * other at once, so connections open from both ends of each pair at the
+ * same moment (providers that connect on the first send must resolve the
+ * crossing without losing a message). Small and large messages, in
+ * order, each checked byte for byte.
+ */
+#define CONTACT_MSGS 4
+static size_t contact_len(int k)
+{
+	return k % 2 ? 20000 : (size_t)(8 + k);
+}
+
+static void test_first_contact(void)
+{
+	const char *t = "first contact from both ends";
+	int n = CONTACT_MSGS * size;
+	ps_comm_request_t *rq = calloc((size_t)n * 2, sizeof(*rq));
+	unsigned char **sb = calloc((size_t)n, sizeof(*sb));
+	unsigned char **rb = calloc((size_t)n, sizeof(*rb));
+	ps_comm_status_t *st = calloc((size_t)n * 2, sizeof(*st));
+
+	for (int p = 0; p < size; p++)
+		for (int k = 0; p != rank && k < CONTACT_MSGS; k++) {
+			int i = p * CONTACT_MSGS + k;
+			size_t len = contact_len(k);
+
+			rb[i] = malloc(len);
+			sb[i] = malloc(len);
+			fill(sb[i], len, rank, (size_t)(k * 1000 + p));
+			CHECK_RC(t, ps_comm_irecv(comm, rb[i], len, p, 5,
+						  &rq[2 * i]));
+			CHECK_RC(t, ps_comm_isend(comm, sb[i], len, p, 5,
+						  &rq[2 * i + 1]));
+		}
+	CHECK_RC(t, ps_comm_waitall((size_t)n * 2, rq, st));
+	for (int p = 0; p < size; p++)
+		for (int k = 0; p != rank && k < CONTACT_MSGS; k++) {
+			int i = p * CONTACT_MSGS + k;
+			size_t len = contact_len(k);
+
+			if (st[2 * i].len != len ||
+			    verify(rb[i], len, p, (size_t)(k * 1000 + rank)) >= 0)
+				fail(t, "message %d from %d: %zu B, wrong bytes",
+				     k, p, st[2 * i].len);
+		}
+	for (int i = 0; i < n; i++) {
+		free(sb[i]);
+		free(rb[i]);
+	}
+	free(sb);
+	free(rb);
+	free(rq);
+	free(st);
+	ok(t);
+}
+
 /* Each rank sends to its right neighbour and receives from its left. */
 static void test_sizes(void)
 {
@@ -608,6 +665,7 @@ int main(int argc, char **argv)
 	if (rank == 0)
 		printf("# p2p suite on %s, %d ranks%s\n", prov, size,
 		       quick ? " (quick)" : "");
+	test_first_contact();
 	test_bad_args();
 	test_sizes();
 	test_wildcards();
