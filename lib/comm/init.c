@@ -280,14 +280,18 @@ int ps_comm_abort(ps_comm_t c, int err)
 
 	if (!c)
 		return PS_COMM_ERR_ARG;
-	snprintf(words, sizeof(words), "ps_comm_abort(%d: %s)", err,
-		 ps_comm_strerror(err));
 	psc_chan_abort(&c->ch);
-	if (c->live)
-		psc_live_abort(c->live, c->ch.ctx, words);
+	/*
+	 * Fail our own side first: once the others know, they may finish
+	 * and exit, and their exit must not reach this rank as a death.
+	 */
 	snprintf(words, sizeof(words), "this rank called ps_comm_abort(%d: "
 		 "%s)", err, ps_comm_strerror(err));
 	psc_ep_fail_owner(c->ch.ep, &c->ch, -ESHUTDOWN, words);
+	snprintf(words, sizeof(words), "ps_comm_abort(%d: %s)", err,
+		 ps_comm_strerror(err));
+	if (c->live)
+		psc_live_abort(c->live, c->ch.ctx, words);
 	psc_ep_cancel_owner(c->ch.ep, &c->ch, -ESHUTDOWN);
 	return 0;
 }

@@ -72,6 +72,7 @@ struct link {
 	struct psc_auth_hs hs;
 	double since, last_rx, last_tx;
 	size_t inlen;
+	bool reading;	      /* link_read is handling its frames */
 	uint8_t in[HDR + FRAME_MAX];
 };
 
@@ -472,10 +473,13 @@ static void left(struct psc_live *l, int r)
 }
 
 /* Handle one frame; false when the link must go. Lock held. */
+static void link_read(struct psc_live *l, struct link *k);
+
 static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		  const uint8_t *pl, size_t plen)
 {
 	char w[FRAME_MAX + 1];
+	struct link *rk;
 
 	if (k->rank < 0)
 		return (type == F_HELLO && hello(l, k, r, pl, plen)) ||
@@ -485,6 +489,14 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		return true;
 	case F_DEAD:
 		snprintf(w, sizeof(w), "%.*s", (int)plen, (const char *)pl);
+		/*
+		 * Before judging a report about r, take what r itself sent
+		 * before it went (an abort, its goodbye): a rank that aborts
+		 * and exits at once must be seen to abort, not to die.
+		 */
+		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size &&
+		    (rk = link_of(l, r)) != NULL && !rk->reading)
+			link_read(l, rk);
 		/* From rank 0, a verdict; at rank 0, a report to judge. */
 		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size &&
 		    l->peers[r].state == P_LEFT)
@@ -535,8 +547,20 @@ int psc_live_frame_next(const uint8_t *buf, size_t len,
 	return (int)(HDR + plen);
 }
 
-/* Read what k has and handle whole frames. Lock held. */
+static void link_read_frames(struct psc_live *l, struct link *k);
+
+/*
+ * Read what k has and handle whole frames. Lock held. A frame may read
+ * another link first (a report about its rank); never the one being read.
+ */
 static void link_read(struct psc_live *l, struct link *k)
+{
+	k->reading = true;
+	link_read_frames(l, k);
+	k->reading = false;
+}
+
+static void link_read_frames(struct psc_live *l, struct link *k)
 {
 	for (;;) {
 		ssize_t n = recv(k->fd, k->in + k->inlen,

@@ -136,9 +136,9 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 			      psc_tag_make(tl, PSC_PROTO_CTS, false, ch->ctx,
 					   0, seq),
 			      tl->rank_mask | tl->large_bit);
-		if (!k)
+		if (!k) {
 			rc = -ENOMEM;
-		else {
+		} else {
 			k->ops = &cts_recv_ops;
 			k->addr = FI_ADDR_UNSPEC;
 			rc = post_kid(k, true);
