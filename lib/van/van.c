@@ -314,6 +314,17 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	v->bound = true;
 	psc_log(PSC_LOG_INFO, -1, "van: provider %s, address served on port "
 		"%d", v->comm.provider, *bound);
+	/*
+	 * The van sends a large message's chunks without waiting for a
+	 * go-ahead (its peers are keyed by node, not by rank), which such a
+	 * provider does not keep when they arrive first.
+	 */
+	if (psc_ep_caps(v->comm.ch.ep)->chunks_wait)
+		psc_log(PSC_LOG_WARN, -1, "van: provider %s stops a connection "
+			"behind a message that arrives before its receive; "
+			"ps-lite ran slower over it than over tcp;ofi_rxm and "
+			"once failed to start (doc/pslite.md): FI_PROVIDER=tcp "
+			"is the tested choice", v->comm.provider);
 	return 0;
 }
 
