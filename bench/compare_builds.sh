@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # compare_builds.sh - measure a change to pscomm's hot path against the tree
-# before it.  Both builds run the same fixed cases (pingpong latency on tcp
-# and shm, allreduce time on shm) in one session: every round runs each case
+# before it.  Both builds run the same fixed cases (pingpong latency on tcp,
+# net and shm, allreduce time on shm) in one session: every round runs each case
 # on OLD and on NEW back to back, and the build that goes first alternates
 # from round to round, so slow drift of the machine affects both alike.  The
 # summary is a Markdown table of medians, spreads and new/old ratios.  See
@@ -97,6 +97,11 @@ cases=(
     "pingpong  tcp 2 8        50000"
     "pingpong  tcp 2 4096     25000"
     "pingpong  tcp 2 1048576  8000"
+    "pingpong  net 2 8        50000"
+    "pingpong  net 2 4096     25000"
+    "pingpong  net 2 16384    25000"
+    "pingpong  net 2 65536    10000"
+    "pingpong  net 2 1048576  8000"
     "pingpong  shm 2 8        300000"
     "pingpong  shm 2 4096     150000"
     "pingpong  shm 2 1048576  40000"

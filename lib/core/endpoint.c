@@ -135,9 +135,12 @@ static void ep_limits(struct psc_ep *ep)
 	ep->post_limit[1] = c->rx_size - c->rx_size / 4;
 	/* The tag rides in the CQ data where the profile trusts it. */
 	ep->sw_tag_in_data = c->sw_tag_in_data;
-	/* Untagged eager messages must fit one provider message. */
-	ep->sw_eager = PSC_SW_EAGER;
-	if (c->max_msg_size < PSC_SW_HDR + PSC_SW_EAGER)
+	/*
+	 * The profile's eager size, or 8 KiB; untagged eager messages must
+	 * fit one provider message.
+	 */
+	ep->sw_eager = c->sw_eager ? c->sw_eager : PSC_SW_EAGER;
+	if (c->max_msg_size < PSC_SW_HDR + ep->sw_eager)
 		ep->sw_eager = c->max_msg_size > 2 * (size_t)PSC_SW_HDR
 				       ? c->max_msg_size - PSC_SW_HDR
 				       : PSC_SW_HDR;

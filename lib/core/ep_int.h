@@ -124,8 +124,9 @@ void psc_req_cancel_tree(struct ps_comm_request *r);
 /* ---------------------------------------------- software matching */
 
 /*
- * Header and largest eager payload of a software-matched first message
- * (less when the provider's max_msg_size is smaller: ep->sw_eager).
+ * Header and default largest eager payload of a software-matched first
+ * message (ep->sw_eager: the profile's caps.sw_eager instead when set,
+ * less when the provider's max_msg_size is smaller).
  */
 #define PSC_SW_HDR 16
 #define PSC_SW_EAGER 8192

@@ -52,7 +52,8 @@ static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 		return fi_senddata(ep->fab.ep, buf, r->len, desc, r->tag, r->addr,
 				   &r->fctx);
 	}
-	small = !r->no_inject && PSC_SW_HDR + r->len <= ep->fab.caps.inject_size;
+	small = !r->no_inject && PSC_SW_HDR + r->len <= ep->fab.caps.inject_size &&
+		PSC_SW_HDR + r->len <= sizeof(flat);
 	if (small) {
 		memcpy(flat, r->scratch, PSC_SW_HDR);
 		memcpy(flat + PSC_SW_HDR, r->buf, r->len);

@@ -109,8 +109,9 @@ static void test_first_contact(void)
 /* Each rank sends to its right neighbour and receives from its left. */
 static void test_sizes(void)
 {
-	static const size_t sizes[] = {0, 1, 7, 13, 4095, 65536, 100003,
-				       8u << 20};
+	/* Both sides of the eager limits (8 KiB, and net's 64 KiB). */
+	static const size_t sizes[] = {0, 1, 7, 13, 4095, 8192, 8193, 65536,
+				       65537, 100003, 8u << 20};
 	const char *t = "sizes";
 	int right = (rank + 1) % size, left = (rank + size - 1) % size;
 
