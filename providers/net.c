@@ -53,6 +53,13 @@ static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	 * posted, 4 MiB per endpoint).
 	 */
 	c->sw_eager = 65536;
+	/*
+	 * Receives come from a pool that grows (rx_size is a hint), and a
+	 * chunk receive that pscomm held back would stop its connection:
+	 * with 4 KiB chunks and every slot taken, ranks waited on each
+	 * other's go-ahead messages queued behind chunks for good.
+	 */
+	c->rx_unbounded = true;
 	/* It reports automatic progress, but without a progress thread. */
 	c->manual_progress = true;
 	c->link = PSC_LINK_IP;

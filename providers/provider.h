@@ -83,6 +83,9 @@ struct psc_caps {
 	bool resend_on_reset;	/* a send whose connection closed under it
 				 * (crossing connects, net) never went out:
 				 * post it again, a few times at most */
+	bool rx_unbounded;	/* posted receives are not limited by
+				 * rx_size (net allocates them as needed):
+				 * pscomm posts every one at once */
 	size_t sw_eager;	/* largest payload of a software-matched
 				 * first message (0: pscomm's 8 KiB); larger
 				 * ones send a header, then their data */

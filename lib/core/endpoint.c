@@ -132,7 +132,7 @@ static void ep_limits(struct psc_ep *ep)
 
 	/* Leave a quarter of the receive pool for unexpected messages. */
 	ep->post_limit[0] = PSC_MIN(c->tx_size, 64);
-	ep->post_limit[1] = c->rx_size - c->rx_size / 4;
+	ep->post_limit[1] = c->rx_unbounded ? 0 : c->rx_size - c->rx_size / 4;
 	/* The tag rides in the CQ data where the profile trusts it. */
 	ep->sw_tag_in_data = c->sw_tag_in_data;
 	/*

@@ -33,6 +33,15 @@ if want tcp; then
 		run_ranks "allreduce 32 KiB, rxm receive queue of 64" 2 tcp 60 \
 		"$top_builddir/examples/allreduce" -m 32768 -M 32768 -i 20 -c
 fi
+# net with a short receive queue and 4 KiB chunks: a chunk receive that
+# waits for a free slot stops its connection, and go-ahead messages queued
+# behind chunks hung all 3 ranks every time until pscomm stopped holding
+# receives back on net (its receives are not limited by rx_size).
+if want net; then
+	FI_NET_RX_SIZE=64 PS_COMM_MAX_MSG_SIZE=4096 \
+		run_ranks "collectives (quick), net receive queue of 64, 4 KiB" \
+		3 net 120 "$SUITE" --quick
+fi
 # udp on 2 ranks: with 3 on 2 cores libfabric 1.17's rxd can loop inside
 # fi_cq_read for good (doc/fabrics.md, "udp and sockets").
 want sockets && run_ranks "collectives (quick)" 3 sockets 400 "$SUITE" --quick
