@@ -78,7 +78,9 @@ start() {
 	local name=$1
 	shift
 	free_port
-	fault_launch "$logs/$name" "$nranks" "${NETNS_IP4[0]}:$port" \
+	# One directory per provider: a finished run's files must not
+	# answer for the next one.
+	fault_launch "$logs/$name-$FI_PROVIDER" "$nranks" "${NETNS_IP4[0]}:$port" \
 		"$PROG" "$@"
 	fault_wait_ready 2 60
 }
