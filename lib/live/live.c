@@ -472,9 +472,9 @@ static void left(struct psc_live *l, int r)
 	pthread_cond_broadcast(&l->cond);
 }
 
-/* Handle one frame; false when the link must go. Lock held. */
 static void link_read(struct psc_live *l, struct link *k);
 
+/* Handle one frame; false when the link must go. Lock held. */
 static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		  const uint8_t *pl, size_t plen)
 {
