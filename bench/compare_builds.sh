@@ -111,6 +111,9 @@ cases=(
     "allreduce shm 4 65536    4000"
     "allreduce shm 4 1048576  400"
     "allreduce shm 4 16777216 50"
+    "allreduce shm 3 4194304  100"
+    "allreduce tcp 2 65536    4000"
+    "allreduce tcp 4 1048576  200"
 )
 
 human_size() {

@@ -14,7 +14,9 @@
  * 2 alpha + 2 m beta + m gamma when n is not a power of two:
  * bandwidth-optimal with logarithmic latency: for medium messages.
  * Bitwise identity: each block is reduced by one participant, with the
- * lower index's data as the left operand, then copied.
+ * lower index's data as the left operand, then copied. Out of place on a
+ * power-of-two rank count, the first halving step reads the input where
+ * it is and lands in recvbuf (psc_allreduce_from_input).
  */
 #include "coll.h"
 
@@ -24,14 +26,19 @@ int psc_allreduce_rabenseifner(struct psc_sched *s,
 	int p = psc_pow2_floor(a->size), me, prev;
 	size_t es = a->esize, count = a->count;
 	int *ranks, lo = 0, hi = p;
-	char *tmp, *work = a->recvbuf;
+	char *tmp = NULL, *work = a->recvbuf;
+	bool direct = psc_allreduce_from_input(a);
+	/* Scratch for every step but a first one from the input. */
+	bool need_tmp = !direct || p > 2;
 
-	psc_input_to_recvbuf(a);
+	if (!direct)
+		psc_input_to_recvbuf(a);
 	if (a->deterministic)
 		return psc_allreduce_det_log(s, a);
 	ranks = psc_sched_tmp(s, (size_t)p * sizeof(int));
-	tmp = psc_sched_tmp(s, count * es);
-	if (!ranks || !tmp)
+	if (need_tmp)
+		tmp = psc_sched_tmp(s, count * es);
+	if (!ranks || (need_tmp && !tmp))
 		return 0;
 	me = psc_rd_fold_in(s, a, work, count, ranks, &prev);
 	if (me < 0) {
@@ -51,12 +58,26 @@ int psc_allreduce_rabenseifner(struct psc_sched *s,
 		psc_block(count, p, slo, &soff, &len);
 		psc_block(count, p, shi - 1, &send_, &len);
 		send_ += len;
-		snd = psc_sched_send(s, work + soff * es, (send_ - soff) * es,
-				     peer);
-		rcv = psc_sched_recv(s, tmp + koff * es, (kend - koff) * es,
-				     peer);
-		red = psc_sched_reduce(s, work + koff * es, tmp + koff * es,
-				       kend - koff, pn < me);
+		if (direct && d == p / 2) {
+			/* The input is the other operand and never changes. */
+			const char *in = a->sendbuf;
+
+			snd = psc_sched_send(s, in + soff * es,
+					     (send_ - soff) * es, peer);
+			rcv = psc_sched_recv(s, work + koff * es,
+					     (kend - koff) * es, peer);
+			red = psc_sched_reduce(s, work + koff * es,
+					       in + koff * es, kend - koff,
+					       me < pn);
+		} else {
+			snd = psc_sched_send(s, work + soff * es,
+					     (send_ - soff) * es, peer);
+			rcv = psc_sched_recv(s, tmp + koff * es,
+					     (kend - koff) * es, peer);
+			red = psc_sched_reduce(s, work + koff * es,
+					       tmp + koff * es, kend - koff,
+					       pn < me);
+		}
 		psc_sched_after(s, snd, prev);
 		psc_sched_after(s, rcv, prev);
 		psc_sched_after(s, red, rcv);

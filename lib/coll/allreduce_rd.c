@@ -13,7 +13,9 @@
  * (log2 p + [n != p]) m gamma: few messages, full-size each: for small
  * messages. Bitwise identity: both partners compute op(lower, higher) on
  * the same two values, so they hold the same bits after every step, and
- * the ranks that sat out receive a copy.
+ * the ranks that sat out receive a copy. Out of place on a power-of-two
+ * rank count, the first exchange reads the input where it is and lands
+ * in recvbuf (psc_allreduce_from_input).
  */
 #include "coll.h"
 
@@ -74,14 +76,19 @@ int psc_allreduce_rd(struct psc_sched *s, const struct psc_coll_args *a)
 {
 	int p = psc_pow2_floor(a->size), me, prev;
 	size_t bytes = a->count * a->esize;
+	bool direct = psc_allreduce_from_input(a);
+	/* Scratch for every exchange but a first one from the input. */
+	bool need_tmp = !direct || p > 2;
 	int *ranks = psc_sched_tmp(s, (size_t)p * sizeof(int));
-	char *tmp = psc_sched_tmp(s, bytes);
-	char *work = a->recvbuf;
+	char *tmp = NULL, *work = a->recvbuf;
 
-	psc_input_to_recvbuf(a);
+	if (!direct)
+		psc_input_to_recvbuf(a);
 	if (a->deterministic)
 		return psc_allreduce_det_log(s, a);
-	if (!ranks || !tmp)
+	if (need_tmp)
+		tmp = psc_sched_tmp(s, bytes);
+	if (!ranks || (need_tmp && !tmp))
 		return 0;
 	me = psc_rd_fold_in(s, a, work, a->count, ranks, &prev);
 	if (me < 0) {
@@ -89,11 +96,21 @@ int psc_allreduce_rd(struct psc_sched *s, const struct psc_coll_args *a)
 		return 0;
 	}
 	for (int d = 1; d < p; d <<= 1) {
-		int pn = me ^ d, peer = ranks[pn];
-		int snd = psc_sched_send(s, work, bytes, peer);
-		int rcv = psc_sched_recv(s, tmp, bytes, peer);
-		int red = psc_sched_reduce(s, work, tmp, a->count, pn < me);
+		int pn = me ^ d, peer = ranks[pn], snd, rcv, red;
 
+		if (direct && d == 1) {
+			/* The input is the other operand and never changes. */
+			snd = psc_sched_send(s, a->sendbuf, bytes, peer);
+			rcv = psc_sched_recv(s, work, bytes, peer);
+			red = psc_sched_reduce(s, work, a->sendbuf, a->count,
+					       me < pn);
+			psc_sched_after(s, red, rcv);
+			prev = red;
+			continue;
+		}
+		snd = psc_sched_send(s, work, bytes, peer);
+		rcv = psc_sched_recv(s, tmp, bytes, peer);
+		red = psc_sched_reduce(s, work, tmp, a->count, pn < me);
 		psc_sched_after(s, snd, prev);
 		/* tmp is free again once the previous step reduced it. */
 		psc_sched_after(s, rcv, prev);

@@ -118,13 +118,22 @@ static int choose_reduce(const struct psc_params *p,
 	return a->deterministic || bytes >= p->reduce_rs_min;
 }
 
+/*
+ * rd for small messages, and on two ranks for more: there its single
+ * exchange moves the bytes of rabenseifner's two. rabenseifner up to the
+ * ring, which comes later on a power-of-two rank count, where
+ * rabenseifner needs no fold-in step that moves the whole vector twice.
+ */
 static int choose_allreduce(const struct psc_params *p,
 			    const struct psc_coll_args *a, size_t bytes)
 {
-	(void)a;
-	if (bytes <= p->allreduce_rd_max)
+	size_t ring_min = is_pow2(a->size) ? p->allreduce_ring_min_pow2
+					   : p->allreduce_ring_min;
+
+	if (bytes <= p->allreduce_rd_max ||
+	    (a->size == 2 && bytes <= p->allreduce_pair_rd_max))
 		return 0;
-	return bytes < p->allreduce_ring_min ? 1 : 2;
+	return bytes < ring_min ? 1 : 2;
 }
 
 static int choose_allgather(const struct psc_params *p,
@@ -155,8 +164,9 @@ static const struct coll_desc colls[COLL_KINDS] = {
 	     "deterministic, else binomial"),
 	DESC(ALLREDUCE, allreduce, true, allreduce_algos, allreduce_algo,
 	     choose_allreduce,
-	     HIER_RULE_RED "else rd up to PS_COMM_ALLREDUCE_RD_MAX, ring "
-	     "from PS_COMM_ALLREDUCE_RING_MIN, rabenseifner between"),
+	     HIER_RULE_RED "else rd up to PS_COMM_ALLREDUCE_RD_MAX (2 ranks: "
+	     "..._PAIR_RD_MAX), ring from PS_COMM_ALLREDUCE_RING_MIN (a "
+	     "power-of-two count: ..._RING_MIN_POW2), rabenseifner between"),
 	DESC(ALLGATHER, allgather, false, allgather_algos, allgather_algo,
 	     choose_allgather,
 	     HIER_RULE "else rd up to PS_COMM_ALLGATHER_RD_MAX in total when "
@@ -665,7 +675,9 @@ static bool is_threshold(const struct psc_param_desc *d)
 		offsetof(struct psc_params, bcast_scatter_min),
 		offsetof(struct psc_params, reduce_rs_min),
 		offsetof(struct psc_params, allreduce_rd_max),
+		offsetof(struct psc_params, allreduce_pair_rd_max),
 		offsetof(struct psc_params, allreduce_ring_min),
+		offsetof(struct psc_params, allreduce_ring_min_pow2),
 		offsetof(struct psc_params, allgather_rd_max),
 	};
 
@@ -699,7 +711,7 @@ void psc_coll_print_table(FILE *out, const struct psc_params *p)
 		if (!is_threshold(d))
 			continue;
 		psc_param_format(p, d, val, sizeof(val));
-		fprintf(out, "    %-28s %s\n", d->name, val);
+		fprintf(out, "    %-32s %s\n", d->name, val);
 	}
 	fprintf(out, "  PS_COMM_DETERMINISTIC=%d: %s\n", p->deterministic,
 		p->deterministic == 1

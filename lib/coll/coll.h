@@ -149,6 +149,20 @@ static inline int psc_pow2_floor(int n)
 	return p;
 }
 
+/*
+ * Whether an allreduce by exchanges (rd, rabenseifner) takes its first
+ * step straight from the input: out of place, without the deterministic
+ * order, on a power-of-two rank count (no fold-in step writes work
+ * first). That step then sends from sendbuf and receives the peer's part
+ * into recvbuf, where it is reduced with the input: the input is not
+ * copied into recvbuf, and the reduction does not wait for the send.
+ */
+static inline bool psc_allreduce_from_input(const struct psc_coll_args *a)
+{
+	return a->sendbuf != a->recvbuf && !a->deterministic &&
+	       psc_pow2_floor(a->size) == a->size;
+}
+
 /* Length of the segment at offset o of a len-element run. */
 #define PSC_SEG_LEN(len, o, seg) ((len) - (o) < (seg) ? (len) - (o) : (seg))
 

@@ -23,6 +23,7 @@
 
 #include "coll/sched.h"
 #include "util/copy.h"
+#include "util/scratch.h"
 #include "util/util.h"
 
 enum sop_kind { SOP_SEND, SOP_RECV, SOP_REDUCE, SOP_COPY };
@@ -56,7 +57,10 @@ struct psc_sched {
 	struct edge *edges;
 	int nedges, ecap;
 	int *last_chan;	/* per peer: last send [2p], last receive [2p+1] */
-	void **tmps;
+	struct tmp {
+		void *p;
+		bool cached; /* from psc_scratch_get */
+	} *tmps;
 	int ntmps, tmpcap;
 	const int *map;	/* peers of new operations: map[peer], or as given */
 	int gate;	/* every new operation waits for it, or -1 */
@@ -108,10 +112,13 @@ void psc_sched_free(struct psc_sched *s)
 	if (!s)
 		return;
 	for (int i = 0; i < s->ntmps; i++)
-		if (!s->leak_tmp)
-			free(s->tmps[i]);
+		if (s->leak_tmp)
+			psc_keep_for_provider(s->tmps[i].p);
+		else if (s->tmps[i].cached)
+			psc_scratch_put(s->tmps[i].p,
+					s->comm->params.coll_scratch_cache);
 		else
-			psc_keep_for_provider(s->tmps[i]);
+			free(s->tmps[i].p);
 	free(s->tmps);
 	free(s->ops);
 	free(s->edges);
@@ -286,17 +293,20 @@ void *psc_sched_tmp(struct psc_sched *s, size_t len)
 {
 	/* tmps keeps no capacity: each call grows it to twice its count. */
 	int cap = s->ntmps;
+	bool big = len >= PSC_SCRATCH_MIN;
 	void *p;
 
 	if (s->err ||
-	    !grow(s, (void **)&s->tmps, s->ntmps, &cap, sizeof(void *)))
+	    !grow(s, (void **)&s->tmps, s->ntmps, &cap, sizeof(*s->tmps)))
 		return NULL;
-	p = malloc(len ? len : 1);
+	/* Large blocks are reused: see util/scratch.h for why. */
+	p = big ? psc_scratch_get(len) : malloc(len ? len : 1);
 	if (!p) {
 		s->err = -ENOMEM;
 		return NULL;
 	}
-	s->tmps[s->ntmps++] = p;
+	s->tmps[s->ntmps].p = p;
+	s->tmps[s->ntmps++].cached = big;
 	return p;
 }
 

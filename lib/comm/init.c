@@ -17,6 +17,7 @@
 #include "live/live.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/scratch.h"
 #include "util/util.h"
 
 #define STR2(x) #x
@@ -271,6 +272,8 @@ int ps_comm_finalize(ps_comm_t c)
 	ch = c->ch;
 	psc_comm_free(c);
 	psc_chan_release(&ch);
+	/* The job's collectives are over: return their cached scratch. */
+	psc_scratch_drain();
 	return rc;
 }
 
