@@ -220,6 +220,8 @@ static void ep_close(struct psc_ep *ep)
 		if (ep->fab.prov->remove_regions)
 			ep->fab.prov->remove_regions(ep->fab.name,
 						     ep->fab.namelen, 0);
+		/* The rings are plain memory: nothing there can hang. */
+		psc_ring_close(ep);
 		pthread_mutex_lock(&graveyard_lock);
 		ep->next_ep = graveyard;
 		graveyard = ep;
@@ -234,6 +236,7 @@ static void ep_close(struct psc_ep *ep)
 	free_requests(ep);
 	psc_fab_close(&ep->fab);
 	psc_sw_close(ep);
+	psc_ring_close(ep);
 	psc_fail_close(ep);
 	pthread_mutex_destroy(&ep->fail_lock);
 	pthread_mutex_destroy(&ep->src_lock);
@@ -283,9 +286,17 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 		ep_close(ep);
 		return rc;
 	}
-	psc_log(PSC_LOG_INFO, ep->fab.rank, "user tags of %u bits%s",
+	if (ep->fab.caps.link == PSC_LINK_SHM && ep->fab.caps.sw_match &&
+	    ep->sw_tag_in_data && cfg->params->shm_ring &&
+	    (rc = psc_ring_open(ep)) != 0) {
+		snprintf(err, len, "out of memory");
+		ep_close(ep);
+		return rc;
+	}
+	psc_log(PSC_LOG_INFO, ep->fab.rank, "user tags of %u bits%s%s",
 		ep->tl.user_bits,
-		ep->fab.caps.sw_match ? ", software matching" : "");
+		ep->fab.caps.sw_match ? ", software matching" : "",
+		ep->ring ? ", first messages by shared-memory rings" : "");
 	*out = ep;
 	return 0;
 }

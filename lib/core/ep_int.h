@@ -44,6 +44,7 @@ struct psc_ep {
 	bool sw_tag_in_data;		   /* tag in CQ data, no header */
 	uint64_t sw_dropped;		   /* malformed arrivals dropped */
 	void *sw_slab;			   /* the software-matching buffers */
+	struct psc_ring *ring;		   /* shm rings (shmring.c), or NULL */
 	size_t posted[2];	       /* sends, receives libfabric holds */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
 	bool in_progress;	       /* inside psc_progress's CQ reads */
@@ -133,6 +134,14 @@ void psc_req_cancel_tree(struct ps_comm_request *r);
 
 struct psc_sw_unexp;
 
+/*
+ * A first message (tag, len bytes at data) arrived on ep: deliver it to
+ * the first posted receive it matches, or keep a copy in arrival order
+ * until one comes. data is not used after the call. Lock held.
+ */
+void psc_sw_match(struct psc_ep *ep, uint64_t tag, const uint8_t *data,
+		  size_t len);
+
 /* Post the endpoint's bounce buffers (caps.sw_match). Returns 0/-errno. */
 int psc_sw_open(struct psc_ep *ep);
 /*
@@ -154,7 +163,8 @@ void psc_sw_drop_unexp(struct psc_ep_shared *sh, const struct psc_ep *ep);
 void psc_sw_encode_hdr(struct ps_comm_request *r);
 /*
  * A bounce buffer b received got bytes: match it to the first fitting
- * receive or keep it, then repost b. Lock held.
+ * receive or keep it (a ring announcement goes to psc_ring_accept), then
+ * repost b. Lock held.
  */
 void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 		    const struct fi_cq_tagged_entry *ev);
@@ -206,5 +216,37 @@ void psc_mr_req_done(struct psc_ep *ep, struct ps_comm_request *r,
  */
 int psc_mr_req_hold(struct psc_ep *ep, struct ps_comm_request *parent,
 		    const void *buf, size_t len);
+
+/* -------------------------------------- shared-memory rings (shmring.c) */
+
+struct psc_ring;
+
+/* Give ep (shm, software matching) its ring state. Returns 0/-ENOMEM. */
+int psc_ring_open(struct psc_ep *ep);
+/*
+ * Unmap every ring at close; a ring's name stays for its receiver when
+ * it holds messages the receiver has not mapped yet.
+ */
+void psc_ring_close(struct psc_ep *ep);
+/*
+ * Send first message r through the ring to r->addr: 0 when it is in the
+ * ring (r is then done), -FI_EAGAIN when the ring is full, 1 when that
+ * address has no ring (post it through libfabric). Lock held.
+ */
+int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r);
+/*
+ * After a first message to addr went through libfabric: create the ring
+ * for addr if there is none and announce it (PSC_PROTO_RING); once the
+ * announcement is sent, psc_ring_send takes the next ones. Lock held.
+ */
+void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr);
+/* An announcement arrived (len bytes at data): map that ring. Lock held. */
+void psc_ring_accept(struct psc_ep *ep, const uint8_t *data, size_t len);
+/*
+ * Deliver what the mapped rings hold, in each ring's order, through
+ * psc_sw_match. Returns how many messages. Lock held, inside progress
+ * (ep->in_progress), so that no delivery polls the rings again.
+ */
+int psc_ring_poll(struct psc_ep *ep);
 
 #endif /* PSC_EP_INT_H */

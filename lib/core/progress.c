@@ -27,11 +27,11 @@
 #define LEAN_YIELDS 4
 
 /*
- * A software-matched first message: the tag as CQ data, or a header in
- * front of the payload.
+ * A software-matched first message through libfabric: the tag as CQ
+ * data, or a header in front of the payload.
  */
-static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
-			     bool *injected)
+static ssize_t post_untagged_fab(struct psc_ep *ep, struct ps_comm_request *r,
+				 bool *injected)
 {
 	struct iovec iov[2] = {{r->scratch, PSC_SW_HDR}, {r->buf, r->len}};
 	uint8_t flat[PSC_SW_HDR + PSC_SW_EAGER];
@@ -70,6 +70,22 @@ static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 					  &r->fctx);
 	}
 	return fi_sendv(ep->fab.ep, iov, NULL, r->len ? 2 : 1, r->addr, &r->fctx);
+}
+
+/* A first message: through the peer's shm ring where there is one. */
+static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
+			     bool *injected)
+{
+	ssize_t rc;
+
+	if (ep->ring && (rc = psc_ring_send(ep, r)) != 1) {
+		*injected = rc == 0;
+		return rc;
+	}
+	rc = post_untagged_fab(ep, r, injected);
+	if (rc == 0 && ep->ring)
+		psc_ring_offer(ep, r->addr);
+	return rc;
 }
 
 /*
@@ -374,6 +390,9 @@ static int progress_one(struct psc_ep *ep)
 			return (int)n;
 		}
 	}
+	/* After the CQ: a ring announced in it may already hold messages. */
+	if (ep->ring)
+		total += psc_ring_poll(ep);
 	ep->in_progress = false;
 	retry_queue(ep, &ep->txq);
 	retry_queue(ep, &ep->rxq);

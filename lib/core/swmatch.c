@@ -173,22 +173,12 @@ static bool parse_arrival(const struct psc_ep *ep,
 	return true;
 }
 
-void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
-		    const struct fi_cq_tagged_entry *ev)
+void psc_sw_match(struct psc_ep *ep, uint64_t tag, const uint8_t *data,
+		  size_t len)
 {
-	const uint8_t *data;
 	struct ps_comm_request **pp;
 	struct psc_sw_unexp *u, **tail;
-	uint64_t tag, len;
 
-	if (!parse_arrival(ep, b, ev, &tag, &data, &len)) {
-		/* A flood of bad messages must not flood the log too. */
-		if (ep->sw_dropped++ < 10 || ep->sw_dropped % 10000 == 0)
-			psc_log(PSC_LOG_WARN, ep->fab.rank, "dropping a malformed "
-				"message of %zu bytes (%llu so far)", ev->len,
-				(unsigned long long)ep->sw_dropped);
-		goto repost;
-	}
 	for (pp = &ep->sh->sw_posted; *pp; pp = &(*pp)->next)
 		if (tag_matches(*pp, tag)) {
 			struct ps_comm_request *r = *pp;
@@ -196,14 +186,13 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 			*pp = r->next;
 			r->next = NULL;
 			deliver(ep, r, tag, data, len);
-			goto repost;
+			return;
 		}
 	u = malloc(sizeof(*u) + len);
 	if (!u) {
 		psc_log(PSC_LOG_ERROR, ep->fab.rank, "out of memory: dropping an "
-			"unexpected message of %llu bytes",
-			(unsigned long long)len);
-		goto repost;
+			"unexpected message of %zu bytes", len);
+		return;
 	}
 	u->next = NULL;
 	u->ep = ep;
@@ -213,7 +202,26 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 	for (tail = &ep->sh->sw_unexp; *tail; tail = &(*tail)->next)
 		;
 	*tail = u;
-repost:
+}
+
+void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
+		    const struct fi_cq_tagged_entry *ev)
+{
+	const uint8_t *data;
+	uint64_t tag, len;
+
+	if (!parse_arrival(ep, b, ev, &tag, &data, &len)) {
+		/* A flood of bad messages must not flood the log too. */
+		if (ep->sw_dropped++ < 10 || ep->sw_dropped % 10000 == 0)
+			psc_log(PSC_LOG_WARN, ep->fab.rank, "dropping a malformed "
+				"message of %zu bytes (%llu so far)", ev->len,
+				(unsigned long long)ep->sw_dropped);
+	} else if (psc_tag_proto(&ep->tl, tag) == PSC_PROTO_RING) {
+		/* The sender's later first messages come by this ring. */
+		psc_ring_accept(ep, data, len);
+	} else {
+		psc_sw_match(ep, tag, data, len);
+	}
 	if (post_bounce(ep, b))
 		psc_log(PSC_LOG_ERROR, ep->fab.rank, "cannot repost a receive "
 			"buffer");

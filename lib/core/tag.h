@@ -23,6 +23,7 @@ enum psc_proto {
 	PSC_PROTO_VAN = 3,  /* ps-lite van */
 	PSC_PROTO_CTRL = 4, /* control: finalize barrier */
 	PSC_PROTO_CTS = 5,  /* go-ahead for a large message's chunks */
+	PSC_PROTO_RING = 6, /* a shared-memory ring's name (core/shmring.c) */
 };
 
 #define PSC_TAG_PROTO_BITS 3

@@ -26,6 +26,23 @@ for prov in tcp net shm udp; do
 	PS_COMM_MAX_MSG_SIZE=4096 \
 		run_ranks "p2p, max_msg_size 4 KiB" 3 "$prov" 240 "$SUITE"
 done
+# shm's first messages go through pscomm's rings in shared memory by
+# default (PS_COMM_SHM_RING=1): every rank must map its peer's ring, and
+# libfabric's own queues, which carry them with PS_COMM_SHM_RING=0, must
+# still pass the suite.
+if want shm && have_provider shm; then
+	PS_COMM_SHM_RING=0 run_ranks "p2p, shm rings off" 3 shm 240 "$SUITE"
+	ringlog=$(mktemp)
+	PS_COMM_LOG_LEVEL=debug "$RUN" -n 2 --provider shm --timeout 60 -- \
+		"$top_builddir/examples/pingpong" -m 8 -M 8 -i 100 \
+		>"$ringlog" 2>&1
+	for r in 0 1; do
+		check "shm: rank $r maps its peer's message ring" \
+			grep -q "rank $r debug: mapped the message ring" \
+			"$ringlog"
+	done
+	rm -f "$ringlog"
+fi
 # Node-aware: shm inside a node and tcp between nodes in one
 # communicator, with nodes of 2 (2+1, 2x2) and the uneven 3+1.
 if want tcp && want shm; then
