@@ -100,7 +100,7 @@ int psc_allreduce_rd(struct psc_sched *s, const struct psc_coll_args *a)
 
 		if (direct && d == 1) {
 			/* The input is the other operand and never changes. */
-			snd = psc_sched_send(s, a->sendbuf, bytes, peer);
+			psc_sched_send(s, a->sendbuf, bytes, peer);
 			rcv = psc_sched_recv(s, work, bytes, peer);
 			red = psc_sched_reduce(s, work, a->sendbuf, a->count,
 					       me < pn);
