@@ -50,6 +50,14 @@ int psc_allreduce_rabenseifner(struct psc_sched *s,
 		int klo = (me & d) ? mid : lo, khi = (me & d) ? hi : mid;
 		int slo = (me & d) ? lo : mid, shi = (me & d) ? mid : hi;
 		size_t koff, kend, soff, send_, len;
+		/*
+		 * From the input, the first step sends from it and reduces
+		 * the peer's half, received in work, with it; later steps
+		 * send from work and receive into tmp.
+		 */
+		bool first = direct && d == p / 2;
+		const char *from = first ? a->sendbuf : work;
+		char *into = first ? work : tmp;
 		int snd, rcv, red;
 
 		psc_block(count, p, klo, &koff, &len);
@@ -58,26 +66,14 @@ int psc_allreduce_rabenseifner(struct psc_sched *s,
 		psc_block(count, p, slo, &soff, &len);
 		psc_block(count, p, shi - 1, &send_, &len);
 		send_ += len;
-		if (direct && d == p / 2) {
-			/* The input is the other operand and never changes. */
-			const char *in = a->sendbuf;
-
-			snd = psc_sched_send(s, in + soff * es,
-					     (send_ - soff) * es, peer);
-			rcv = psc_sched_recv(s, work + koff * es,
-					     (kend - koff) * es, peer);
-			red = psc_sched_reduce(s, work + koff * es,
-					       in + koff * es, kend - koff,
-					       me < pn);
-		} else {
-			snd = psc_sched_send(s, work + soff * es,
-					     (send_ - soff) * es, peer);
-			rcv = psc_sched_recv(s, tmp + koff * es,
-					     (kend - koff) * es, peer);
-			red = psc_sched_reduce(s, work + koff * es,
-					       tmp + koff * es, kend - koff,
-					       pn < me);
-		}
+		snd = psc_sched_send(s, from + soff * es, (send_ - soff) * es,
+				     peer);
+		rcv = psc_sched_recv(s, into + koff * es, (kend - koff) * es,
+				     peer);
+		/* The lower index's data is the left operand. */
+		red = psc_sched_reduce(s, work + koff * es,
+				       (first ? from : tmp) + koff * es,
+				       kend - koff, first ? me < pn : pn < me);
 		psc_sched_after(s, snd, prev);
 		psc_sched_after(s, rcv, prev);
 		psc_sched_after(s, red, rcv);
