@@ -92,6 +92,12 @@ const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
 const char *psc_ep_provider(const struct psc_ep *ep);
+
+/*
+ * Remove the shared-memory message rings (core/shmring.c) that process
+ * pid made and no receiver mapped yet: for a node-local peer that died.
+ */
+void psc_ring_remove_pid(int pid);
 uint32_t psc_ep_addr_format(const struct psc_ep *ep);
 /* This endpoint's fabric address (fi_getname) and its length. */
 const void *psc_ep_name(const struct psc_ep *ep, size_t *len);

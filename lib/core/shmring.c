@@ -23,6 +23,7 @@
  * and write plain memory: a dead peer leaves a ring that nobody reads or
  * fills, and the liveness monitor ends what waits on it.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -265,6 +266,27 @@ void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr)
 	/* Not sent (a full queue): the next send to addr offers again. */
 	if (rc == 0)
 		t->state = TX_ON;
+}
+
+void psc_ring_remove_pid(int pid)
+{
+	char prefix[32];
+	struct dirent *d;
+	DIR *dir;
+	int n;
+
+	if (pid <= 0 || !(dir = opendir("/dev/shm")))
+		return;
+	/* The names tx_create makes, less the leading '/'. */
+	n = snprintf(prefix, sizeof(prefix), "%s%d-", RING_PREFIX + 1, pid);
+	while ((d = readdir(dir)) != NULL)
+		if (strncmp(d->d_name, prefix, (size_t)n) == 0) {
+			char name[RING_NAME_MAX];
+
+			snprintf(name, sizeof(name), "/%s", d->d_name);
+			shm_unlink(name);
+		}
+	closedir(dir);
 }
 
 /* Whether name is one tx_create makes: the prefix, then digits and '-'. */

@@ -236,11 +236,14 @@ static bool exited(int fd)
 
 /*
  * Dead rank r's process is gone: remove the shared-memory files it left
- * (a stopped one keeps them), and stop watching it. Lock held.
+ * (a stopped one keeps them): the provider's, and pscomm's message rings
+ * nobody mapped. Then stop watching it. Lock held.
  */
 static void gone(struct psc_live *l, int r)
 {
 	const struct psc_provider_ops *prov;
+
+	psc_ring_remove_pid(l->peers[r].pid);
 
 	for (struct watch *w = l->watches; w; w = w->next) {
 		prov = psc_provider_lookup(psc_ep_provider(w->ep));
