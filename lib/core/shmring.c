@@ -278,7 +278,7 @@ void psc_ring_remove_pid(int pid)
 	if (pid <= 0 || !(dir = opendir("/dev/shm")))
 		return;
 	/* The names tx_create makes, less the leading '/'. */
-	n = snprintf(prefix, sizeof(prefix), "%s%d-", RING_PREFIX + 1, pid);
+	n = snprintf(prefix, sizeof(prefix), "%s%d-", &RING_PREFIX[1], pid);
 	while ((d = readdir(dir)) != NULL)
 		if (strncmp(d->d_name, prefix, (size_t)n) == 0) {
 			char name[RING_NAME_MAX];
