@@ -96,27 +96,26 @@ int psc_allreduce_rd(struct psc_sched *s, const struct psc_coll_args *a)
 		return 0;
 	}
 	for (int d = 1; d < p; d <<= 1) {
-		int pn = me ^ d, peer = ranks[pn], snd, rcv, red;
+		int pn = me ^ d, peer = ranks[pn];
+		/*
+		 * From the input, the first exchange sends it and reduces
+		 * the peer's vector, received in work, with it; later ones
+		 * send work and receive into tmp.
+		 */
+		bool first = direct && d == 1;
+		const char *from = first ? a->sendbuf : work;
+		int snd = psc_sched_send(s, from, bytes, peer);
+		int rcv = psc_sched_recv(s, first ? work : tmp, bytes, peer);
+		int red = psc_sched_reduce(s, work, first ? from : tmp, a->count,
+					   first ? me < pn : pn < me);
 
-		if (direct && d == 1) {
-			/* The input is the other operand and never changes. */
-			psc_sched_send(s, a->sendbuf, bytes, peer);
-			rcv = psc_sched_recv(s, work, bytes, peer);
-			red = psc_sched_reduce(s, work, a->sendbuf, a->count,
-					       me < pn);
-			psc_sched_after(s, red, rcv);
-			prev = red;
-			continue;
-		}
-		snd = psc_sched_send(s, work, bytes, peer);
-		rcv = psc_sched_recv(s, tmp, bytes, peer);
-		red = psc_sched_reduce(s, work, tmp, a->count, pn < me);
 		psc_sched_after(s, snd, prev);
 		/* tmp is free again once the previous step reduced it. */
 		psc_sched_after(s, rcv, prev);
 		psc_sched_after(s, red, rcv);
 		/* work changes only once the send no longer reads it. */
-		psc_sched_after(s, red, snd);
+		if (!first)
+			psc_sched_after(s, red, snd);
 		prev = red;
 	}
 	psc_rd_fold_out(s, a, work, a->count, prev);
