@@ -80,11 +80,15 @@ struct ring_tx {
 
 enum { TX_NONE, TX_READY, TX_ON, TX_OFF };
 
-/* The receiver's side of one ring. */
+/*
+ * The receiver's side of one ring, with the geometry it checked when it
+ * mapped the ring: the sender's process can still write the header.
+ */
 struct ring_rx {
 	struct ring_hdr *h;
 	size_t maplen;
 	uint64_t head;
+	uint32_t nslots, slot_size;
 };
 
 struct psc_ring {
@@ -103,11 +107,12 @@ static size_t slot_size(size_t cap)
 	return (SLOT_DATA + cap + LINE - 1) / LINE * LINE;
 }
 
-static struct ring_slot *slot_at(struct ring_hdr *h, uint64_t k)
+/* Slot k of a ring of nslots slots of ss bytes at h. */
+static struct ring_slot *slot_at(struct ring_hdr *h, uint32_t nslots,
+				 uint32_t ss, uint64_t k)
 {
 	return (struct ring_slot *)(void *)((uint8_t *)h + sizeof(*h) +
-					    (size_t)(k % h->nslots) *
-						    h->slot_size);
+					    (size_t)(k % nslots) * ss);
 }
 
 int psc_ring_open(struct psc_ep *ep)
@@ -219,12 +224,12 @@ int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r)
 	t = &g->tx[r->addr];
 	if (r->len > g->cap)
 		return -EMSGSIZE;
-	if (t->tail - t->head_seen >= t->h->nslots) {
+	if (t->tail - t->head_seen >= RING_SLOTS) {
 		t->head_seen = __atomic_load_n(&t->h->head, __ATOMIC_ACQUIRE);
-		if (t->tail - t->head_seen >= t->h->nslots)
+		if (t->tail - t->head_seen >= RING_SLOTS)
 			return -FI_EAGAIN;
 	}
-	s = slot_at(t->h, t->tail);
+	s = slot_at(t->h, RING_SLOTS, (uint32_t)slot_size(g->cap), t->tail);
 	s->tag = r->tag;
 	s->len = r->len;
 	if (r->len)
@@ -307,6 +312,8 @@ static bool valid_name(const uint8_t *data, size_t len)
 static int rx_map(struct psc_ring *g, const char *name)
 {
 	struct ring_hdr *h;
+	uint64_t magic;
+	uint32_t ns, ss;
 	struct stat st;
 	size_t len;
 	void *m;
@@ -325,10 +332,12 @@ static int rx_map(struct psc_ring *g, const char *name)
 	if (m == MAP_FAILED)
 		return -errno;
 	h = m;
-	if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != RING_MAGIC ||
-	    !h->nslots || h->slot_size < slot_size(0) ||
-	    h->slot_size % LINE ||
-	    sizeof(*h) + (size_t)h->nslots * h->slot_size > len) {
+	/* Read once: what is checked is what is used. */
+	magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
+	ns = __atomic_load_n(&h->nslots, __ATOMIC_RELAXED);
+	ss = __atomic_load_n(&h->slot_size, __ATOMIC_RELAXED);
+	if (magic != RING_MAGIC || !ns || ss < slot_size(0) || ss % LINE ||
+	    sizeof(*h) + (size_t)ns * ss > len) {
 		munmap(m, len);
 		return -EPROTO;
 	}
@@ -343,7 +352,8 @@ static int rx_map(struct psc_ring *g, const char *name)
 		g->rx = x;
 		g->rxcap = n;
 	}
-	g->rx[g->nrx++] = (struct ring_rx){.h = h, .maplen = len, .head = 0};
+	g->rx[g->nrx++] = (struct ring_rx){.h = h, .maplen = len, .head = 0,
+					   .nslots = ns, .slot_size = ss};
 	__atomic_store_n(&h->mapped, 1, __ATOMIC_RELEASE);
 	shm_unlink(name);
 	return 0;
@@ -376,10 +386,11 @@ int psc_ring_poll(struct psc_ep *ep)
 
 	for (size_t i = 0; i < g->nrx; i++) {
 		struct ring_rx *x = &g->rx[i];
-		uint32_t cap = x->h->slot_size - (uint32_t)SLOT_DATA;
+		uint32_t cap = x->slot_size - (uint32_t)SLOT_DATA;
 
 		for (;;) {
-			struct ring_slot *s = slot_at(x->h, x->head);
+			struct ring_slot *s = slot_at(x->h, x->nslots,
+						      x->slot_size, x->head);
 			uint64_t len;
 
 			if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) !=
