@@ -10,6 +10,7 @@
 
 #include "ps_comm/van.h"
 #include "van_int.h"
+#include "util/copy.h"
 
 /*
  * Whether a segment of len bytes rides in the frame, with room bytes of
@@ -24,15 +25,15 @@ static bool seg_inline(size_t len, size_t *room)
 }
 
 size_t psc_van_frame_size(size_t meta_len, const ps_comm_van_seg_t *segs,
-			  size_t nseg, bool *inline_meta)
+			  size_t nseg, size_t limit, bool *inline_meta)
 {
 	size_t size = PSC_VAN_HDR + 8 * nseg, room;
 
-	*inline_meta = size + meta_len <= PSC_VAN_FRAME_MAX;
+	*inline_meta = size + meta_len <= limit;
 	if (!*inline_meta)
 		return size;
 	size += meta_len;
-	room = PSC_VAN_FRAME_MAX - size;
+	room = limit - size;
 	for (size_t i = 0; i < nseg; i++)
 		if (seg_inline(segs[i].len, &room))
 			size += segs[i].len;
@@ -41,7 +42,8 @@ size_t psc_van_frame_size(size_t meta_len, const ps_comm_van_seg_t *segs,
 
 void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 			  size_t meta_len, bool inline_meta,
-			  const ps_comm_van_seg_t *segs, size_t nseg)
+			  const ps_comm_van_seg_t *segs, size_t nseg,
+			  size_t limit)
 {
 	uint8_t *p = buf + PSC_VAN_HDR, *data;
 	size_t room;
@@ -59,13 +61,13 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 	if (inline_meta && meta_len)
 		memcpy(data, meta, meta_len);
 	data += inline_meta ? meta_len : 0;
-	room = PSC_VAN_FRAME_MAX - (size_t)(data - buf);
+	room = inline_meta ? limit - (size_t)(data - buf) : 0;
 	for (size_t i = 0; i < nseg; i++, p += 8) {
 		bool in = inline_meta && seg_inline(segs[i].len, &room);
 
 		psc_be_put(p, segs[i].len | (in ? PSC_VAN_SEG_IN_FRAME : 0), 8);
 		if (in) {
-			memcpy(data, segs[i].data, segs[i].len);
+			psc_copy(data, segs[i].data, segs[i].len);
 			data += segs[i].len;
 		}
 	}

@@ -88,6 +88,7 @@ struct ps_comm_van {
 	int my_id;	      /* atomic */
 	struct psc_auth_key key; /* PS_COMM_JOB_KEY: fetches authenticate */
 	uint32_t next_slot;   /* atomic: slots handed out so far + 1 */
+	size_t frame_limit;   /* largest frame this van sends (set at bind) */
 	struct psc_van_server *server;
 	struct van_peer **peers;
 	size_t npeers, cap;
@@ -294,6 +295,9 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	if (psc_ep_spin(v->comm.ch.ep) < 0)
 		psc_ep_set_spin(v->comm.ch.ep, 0);
 	psc_ep_set_lean_wait(v->comm.ch.ep, true);
+	v->frame_limit = PSC_MIN(PSC_MAX(psc_ep_single_limit(v->comm.ch.ep),
+					 (size_t)PSC_VAN_FRAME_MIN),
+				 (size_t)PSC_VAN_FRAME_MAX);
 	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
 		 psc_ep_provider(v->comm.ch.ep));
 	what.key = &v->key;
@@ -594,7 +598,8 @@ static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
 	struct psc_van_frame f;
 	char err[128];
 
-	*flen = psc_van_frame_size(meta_len, segs, nseg, inline_meta);
+	*flen = psc_van_frame_size(meta_len, segs, nseg, v->frame_limit,
+				   inline_meta);
 	b = calloc(1, sizeof(*b) + (nseg + 2) * sizeof(ps_comm_request_t) +
 			  nseg);
 	if (!b)
@@ -606,7 +611,8 @@ static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
 	}
 	psc_van_frame_encode(b->frame, __atomic_load_n(&v->my_id,
 						       __ATOMIC_RELAXED),
-			     meta, meta_len, *inline_meta, segs, nseg);
+			     meta, meta_len, *inline_meta, segs, nseg,
+			     v->frame_limit);
 	/* Which segments the frame carries: they get no piece. */
 	b->in_frame = (bool *)&b->reqs[nseg + 2];
 	if (psc_van_frame_decode(b->frame, *flen, &f, err, sizeof(err)) == 0)

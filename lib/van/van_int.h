@@ -33,19 +33,28 @@
 
 /* Frame layout, big-endian: see psc_van_frame_encode. */
 #define PSC_VAN_MAGIC 0x50534356u /* "PSCV" */
-#define PSC_VAN_VERSION 1
+#define PSC_VAN_VERSION 2
 #define PSC_VAN_HDR 24
-#define PSC_VAN_FRAME_MAX 8192
-/* At most this many segments: their lengths must fit one frame. */
-#define PSC_VAN_MAX_SEGS ((PSC_VAN_FRAME_MAX - PSC_VAN_HDR) / 8)
+/*
+ * Frames are at most PSC_VAN_FRAME_MAX bytes (the receiver's frame
+ * buffer). A sender fills its frames up to the endpoint's largest single
+ * message (psc_ep_single_limit), kept within FRAME_MIN..FRAME_MAX, so a
+ * small message is one fabric message wherever the provider allows.
+ */
+#define PSC_VAN_FRAME_MIN 8192
+#define PSC_VAN_FRAME_MAX 65536
+/* At most this many segments: their lengths must fit the smallest frame. */
+#define PSC_VAN_MAX_SEGS ((PSC_VAN_FRAME_MIN - PSC_VAN_HDR) / 8)
 #define PSC_VAN_F_META_INLINE 0x1
 #define PSC_VAN_WIRE_NO_ID 0xffffffffu
 /*
  * Segments of at most this many bytes ride in the frame after an inline
  * meta, while it has room: their length word has PSC_VAN_SEG_IN_FRAME
- * set, and no piece of their own follows.
+ * set, and no piece of their own follows. Copying them costs less than a
+ * fabric message of their own (ps-lite's 4 KiB pushes take one message
+ * instead of two).
  */
-#define PSC_VAN_SEG_INLINE_MAX 512
+#define PSC_VAN_SEG_INLINE_MAX 16384
 #define PSC_VAN_SEG_IN_FRAME (UINT64_C(1) << 63)
 
 /* Slots are 1 .. PSC_VAN_SLOT_MAX; 0 is never handed out. */
@@ -64,21 +73,24 @@ struct psc_van_frame {
 
 /*
  * Bytes of the frame for a message of meta_len bytes of meta and nseg
- * segments; *inline_meta tells whether the meta rides in it (small
- * segments then may too).
+ * segments, in a frame of at most limit bytes (PSC_VAN_FRAME_MIN ..
+ * PSC_VAN_FRAME_MAX); *inline_meta tells whether the meta rides in it
+ * (small segments then may too).
  */
 size_t psc_van_frame_size(size_t meta_len, const ps_comm_van_seg_t *segs,
-			  size_t nseg, bool *inline_meta);
+			  size_t nseg, size_t limit, bool *inline_meta);
 
 /*
- * Write the frame into buf (psc_van_frame_size bytes): magic u32, version
- * u8, flags u8, zero u16, sender u32 (PSC_VAN_WIRE_NO_ID for none),
- * meta_len u32, nseg u32, zero u32, nseg lengths u64 (PSC_VAN_SEG_IN_FRAME
- * set for an inline segment), inline meta, inline segments.
+ * Write the frame into buf (psc_van_frame_size bytes for the same limit):
+ * magic u32, version u8, flags u8, zero u16, sender u32
+ * (PSC_VAN_WIRE_NO_ID for none), meta_len u32, nseg u32, zero u32, nseg
+ * lengths u64 (PSC_VAN_SEG_IN_FRAME set for an inline segment), inline
+ * meta, inline segments.
  */
 void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 			  size_t meta_len, bool inline_meta,
-			  const ps_comm_van_seg_t *segs, size_t nseg);
+			  const ps_comm_van_seg_t *segs, size_t nseg,
+			  size_t limit);
 
 /*
  * Validate len bytes as a frame: magic, version, flags, sender, segment

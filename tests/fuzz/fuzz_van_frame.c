@@ -82,13 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		PSC_FUZZ_ASSERT(in == data + size);
 	}
 	/* The encoder inlines the meta exactly when it fits a frame. */
-	want = psc_van_frame_size(f.meta_len, segs, f.nseg, &inl);
+	want = psc_van_frame_size(f.meta_len, segs, f.nseg,
+				  PSC_VAN_FRAME_MAX, &inl);
 	if (inl == (f.meta != NULL)) {
 		again = malloc(want);
 		if (!again)
 			abort();
 		psc_van_frame_encode(again, f.sender, f.meta, f.meta_len, inl,
-				     segs, f.nseg);
+				     segs, f.nseg, PSC_VAN_FRAME_MAX);
 		PSC_FUZZ_ASSERT(psc_van_frame_decode(again, want, &g, err,
 						     sizeof(err)) == 0);
 		same_message(&f, &g);

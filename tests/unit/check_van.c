@@ -85,12 +85,14 @@ START_TEST(test_frame_roundtrip)
 	struct psc_van_frame f;
 	char err[128];
 	bool inl;
-	size_t n = psc_van_frame_size(5, segs, 4, &inl);
+	size_t n = psc_van_frame_size(5, segs, 4, PSC_VAN_FRAME_MAX,
+				      &inl);
 
 	/* The 1-byte segment rides in the frame; the others do not. */
 	ck_assert(inl);
 	ck_assert_uint_eq(n, PSC_VAN_HDR + 4 * 8 + 5 + 1);
-	psc_van_frame_encode(buf, 9, "hello", 5, inl, segs, 4);
+	psc_van_frame_encode(buf, 9, "hello", 5, inl, segs, 4,
+			     PSC_VAN_FRAME_MAX);
 	ck_assert_int_eq(psc_van_frame_decode(buf, n, &f, err, sizeof(err)),
 			 0);
 	ck_assert_int_eq(f.sender, 9);
@@ -101,13 +103,68 @@ START_TEST(test_frame_roundtrip)
 	}
 	ck_assert(memcmp(f.meta, "hello", 5) == 0);
 	ck_assert(f.segdata[0] == 'k');
-	psc_van_frame_encode(buf, PS_COMM_VAN_NO_ID, "x", 1, true, NULL, 0);
+	psc_van_frame_encode(buf, PS_COMM_VAN_NO_ID, "x", 1, true, NULL, 0,
+			     PSC_VAN_FRAME_MAX);
 	ck_assert_int_eq(psc_van_frame_decode(buf, PSC_VAN_HDR + 1, &f, err,
 					      sizeof(err)), 0);
 	ck_assert_int_eq(f.sender, PS_COMM_VAN_NO_ID);
 	/* Too big a meta travels on its own, and so do its segments. */
-	ck_assert_uint_eq(psc_van_frame_size(PSC_VAN_FRAME_MAX, segs, 2, &inl),
+	ck_assert_uint_eq(psc_van_frame_size(PSC_VAN_FRAME_MAX, segs, 2,
+					     PSC_VAN_FRAME_MAX, &inl),
 			  PSC_VAN_HDR + 2 * 8);
+	ck_assert(!inl);
+}
+END_TEST
+
+/*
+ * The frame limit decides what rides inline: segments up to
+ * PSC_VAN_SEG_INLINE_MAX while the frame has room, in order, and a meta
+ * that does not fit the limit sends everything as pieces.
+ */
+START_TEST(test_frame_limit)
+{
+	static uint8_t a[4096], b[4096], c[PSC_VAN_SEG_INLINE_MAX];
+	static uint8_t buf[PSC_VAN_FRAME_MAX];
+	ps_comm_van_seg_t segs[3] = {{a, sizeof(a)}, {b, sizeof(b)},
+				     {c, sizeof(c)}};
+	size_t lim8 = PSC_VAN_FRAME_MIN, lim64 = PSC_VAN_FRAME_MAX, n;
+	struct psc_van_frame f;
+	char err[128];
+	bool inl;
+
+	memset(a, 1, sizeof(a));
+	memset(b, 2, sizeof(b));
+	memset(c, 3, sizeof(c));
+	/* 8 KiB: the first 4 KiB segment fits, the second no longer does. */
+	n = psc_van_frame_size(10, segs, 3, lim8, &inl);
+	ck_assert(inl);
+	ck_assert_uint_eq(n, PSC_VAN_HDR + 3 * 8 + 10 + sizeof(a));
+	psc_van_frame_encode(buf, 1, "0123456789", 10, inl, segs, 3, lim8);
+	ck_assert_int_eq(psc_van_frame_decode(buf, n, &f, err, sizeof(err)),
+			 0);
+	ck_assert(psc_van_frame_seg_inline(&f, 0));
+	ck_assert(!psc_van_frame_seg_inline(&f, 1));
+	ck_assert(!psc_van_frame_seg_inline(&f, 2));
+	ck_assert(memcmp(f.segdata, a, sizeof(a)) == 0);
+	/* 64 KiB: all three, the largest inline size included. */
+	n = psc_van_frame_size(10, segs, 3, lim64, &inl);
+	ck_assert_uint_eq(n, PSC_VAN_HDR + 3 * 8 + 10 + sizeof(a) + sizeof(b) +
+				     sizeof(c));
+	psc_van_frame_encode(buf, 1, "0123456789", 10, inl, segs, 3, lim64);
+	ck_assert_int_eq(psc_van_frame_decode(buf, n, &f, err, sizeof(err)),
+			 0);
+	for (uint32_t i = 0; i < 3; i++)
+		ck_assert(psc_van_frame_seg_inline(&f, i));
+	ck_assert(memcmp(f.segdata + sizeof(a), b, sizeof(b)) == 0);
+	ck_assert(memcmp(f.segdata + sizeof(a) + sizeof(b), c, sizeof(c)) ==
+		  0);
+	/* A meta that fills the limit leaves no room for any segment. */
+	n = psc_van_frame_size(lim8 - PSC_VAN_HDR - 3 * 8, segs, 3, lim8,
+			       &inl);
+	ck_assert(inl);
+	ck_assert_uint_eq(n, lim8);
+	ck_assert_uint_eq(psc_van_frame_size(lim8, segs, 3, lim8, &inl),
+			  PSC_VAN_HDR + 3 * 8);
 	ck_assert(!inl);
 }
 END_TEST
@@ -120,7 +177,8 @@ START_TEST(test_frame_refused)
 	char err[128];
 	size_t n = PSC_VAN_HDR + 8 + 2 + 7;
 
-	psc_van_frame_encode(buf, 1, "ab", 2, true, segs, 1);
+	psc_van_frame_encode(buf, 1, "ab", 2, true, segs, 1,
+			     PSC_VAN_FRAME_MIN);
 	/* Every truncation and any extra byte. */
 	for (size_t len = 0; len < n; len++)
 		ck_assert_int_eq(psc_van_frame_decode(buf, len, &f, err,
@@ -479,7 +537,8 @@ START_TEST(test_bad_frames)
 	memset(frame, 0xee, sizeof(frame));
 	send_raw(a.port, true, frame, sizeof(frame),
 		 ps_comm_van_provider(a.van));
-	psc_van_frame_encode(frame, 3, "evil", 4, true, NULL, 0);
+	psc_van_frame_encode(frame, 3, "evil", 4, true, NULL, 0,
+			     PSC_VAN_FRAME_MIN);
 	send_raw(a.port, false, frame, PSC_VAN_HDR + 4,
 		 ps_comm_van_provider(a.van));
 	/* Both were dropped: the next message is the real one. */
@@ -754,6 +813,7 @@ static Suite *van_suite(void)
 	TCase *tc = tcase_create("codec");
 
 	tcase_add_test(tc, test_frame_roundtrip);
+	tcase_add_test(tc, test_frame_limit);
 	tcase_add_test(tc, test_frame_refused);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("van");
