@@ -248,5 +248,11 @@ void psc_ring_accept(struct psc_ep *ep, const uint8_t *data, size_t len);
  * (ep->in_progress), so that no delivery polls the rings again.
  */
 int psc_ring_poll(struct psc_ep *ep);
+/*
+ * Sleep at most secs, or until a sender rings one of ep's mapped rings
+ * (at once when one already holds a message). Returns false, without
+ * sleeping, when ep maps no ring. Takes the lock; call without it.
+ */
+bool psc_ring_sleep(struct psc_ep *ep, double secs);
 
 #endif /* PSC_EP_INT_H */

@@ -542,6 +542,17 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		pthread_mutex_unlock(ep->lock);
 		return;
 	}
+	/*
+	 * shm with rings: sleep on their bells, as long as the backoff
+	 * would sleep, so that a ring message wakes this thread at once.
+	 */
+	if (ep->ring) {
+		unsigned first = ep->lean_wait ? LEAN_YIELDS : 16;
+		double t = 1e-6 * (double)(1u << PSC_MIN(idle - first, 10u));
+
+		if (psc_ring_sleep(ep, t))
+			return;
+	}
 	backoff(idle);
 }
 

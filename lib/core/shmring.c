@@ -22,16 +22,31 @@
  * The receiver maps the ring and unlinks its name. Both sides only read
  * and write plain memory: a dead peer leaves a ring that nobody reads or
  * fills, and the liveness monitor ends what waits on it.
+ *
+ * Doorbell. shm has no wait object, so an idle receiver sleeps in
+ * growing steps (up to 1 ms), and a message could wait that long for
+ * it. Instead a receiver with rings sleeps on their bells (futex words
+ * in each ring's header, all at once with futex_waitv) after counting
+ * itself in the ring's sleepers; a sender that finds sleepers after
+ * publishing a slot rings the bell (FUTEX_WAKE). The sleeper counts
+ * itself before it looks at the slots and the sender publishes before it
+ * looks at the count, both with full barriers between, so one of them
+ * always sees the other. The sleep still ends within its bound, for
+ * what comes through libfabric.
  */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rdma/fi_errno.h>
@@ -42,7 +57,7 @@
 #include "util/util.h"
 
 #define RING_SLOTS 64
-#define RING_MAGIC 0x707363726e673031ULL /* "pscrng01" */
+#define RING_MAGIC 0x707363726e673032ULL /* "pscrng02" */
 #define RING_PREFIX "/psc-ring-"
 #define RING_NAME_MAX 64
 #define LINE 64
@@ -56,6 +71,9 @@ struct ring_hdr {
 	uint8_t pad0[LINE - 20];
 	uint64_t head; /* written by the receiver only */
 	uint8_t pad1[LINE - 8];
+	uint32_t bell;	   /* futex word: the sender adds 1 to wake */
+	uint32_t sleepers; /* receiving threads asleep on bell */
+	uint8_t pad2[LINE - 8];
 };
 
 /* A slot: the sequence number goes last, and publishes the rest. */
@@ -98,6 +116,7 @@ struct psc_ring {
 	size_t nrx, rxcap;
 	size_t cap;	    /* payload bytes a slot holds (ep->sw_eager) */
 	bool warned;
+	bool bell_heard;    /* atomic: a bell woke a sleeper (logged once) */
 };
 
 static unsigned ring_counter;
@@ -212,6 +231,16 @@ static int tx_create(struct psc_ring *g, struct ring_tx *t)
 	return 0;
 }
 
+/* After publishing a slot: wake the receiver if it sleeps on h's bell. */
+static void ring_bell(struct ring_hdr *h)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (!__atomic_load_n(&h->sleepers, __ATOMIC_RELAXED))
+		return;
+	__atomic_fetch_add(&h->bell, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &h->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r)
 {
 	struct psc_ring *g = ep->ring;
@@ -236,6 +265,7 @@ int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r)
 		psc_copy(s->data, r->buf, r->len);
 	__atomic_store_n(&s->seq, t->tail + 1, __ATOMIC_RELEASE);
 	t->tail++;
+	ring_bell(t->h);
 	return 0;
 }
 
@@ -379,6 +409,84 @@ void psc_ring_accept(struct psc_ep *ep, const uint8_t *data, size_t len)
 			strerror(-rc));
 }
 
+/* The slot ring x delivers next. */
+static struct ring_slot *rx_next(const struct ring_rx *x)
+{
+	return slot_at(x->h, x->nslots, x->slot_size, x->head);
+}
+
+/* Whether ring x holds a message not yet delivered. */
+static bool rx_ready(const struct ring_rx *x)
+{
+	return __atomic_load_n(&rx_next(x)->seq, __ATOMIC_ACQUIRE) ==
+	       x->head + 1;
+}
+
+/*
+ * Sleep on the bells of w[0..n) until one rings or secs pass: all at
+ * once where the kernel has futex_waitv (Linux 5.16), else on the first.
+ * Returns whether a bell rang.
+ */
+static bool bells_wait(struct futex_waitv *w, size_t n, double secs)
+{
+	static bool no_waitv;
+	struct timespec ts;
+
+	if (!__atomic_load_n(&no_waitv, __ATOMIC_RELAXED)) {
+		long rc;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += (long)(secs * 1e9);
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		rc = syscall(SYS_futex_waitv, w, (unsigned)n, 0u, &ts,
+			     CLOCK_MONOTONIC);
+		if (rc >= 0 || errno == EAGAIN)
+			return true;
+		if (errno == ETIMEDOUT || errno == EINTR)
+			return false;
+		__atomic_store_n(&no_waitv, true, __ATOMIC_RELAXED);
+	}
+	ts.tv_sec = (time_t)secs;
+	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
+	return syscall(SYS_futex, (uint32_t *)(uintptr_t)w[0].uaddr,
+		       FUTEX_WAIT, (uint32_t)w[0].val, &ts, NULL, 0) == 0 ||
+	       errno == EAGAIN;
+}
+
+bool psc_ring_sleep(struct psc_ep *ep, double secs)
+{
+	struct futex_waitv w[FUTEX_WAITV_MAX];
+	struct ring_hdr *h[FUTEX_WAITV_MAX];
+	struct psc_ring *g;
+	bool ready = false;
+	size_t n;
+
+	pthread_mutex_lock(ep->lock);
+	g = ep->ring;
+	n = g ? PSC_MIN(g->nrx, (size_t)FUTEX_WAITV_MAX) : 0;
+	for (size_t i = 0; i < n; i++) {
+		h[i] = g->rx[i].h;
+		w[i] = (struct futex_waitv){
+			.val = __atomic_load_n(&h[i]->bell, __ATOMIC_SEQ_CST),
+			.uaddr = (uintptr_t)&h[i]->bell,
+			.flags = FUTEX_32,
+		};
+		__atomic_fetch_add(&h[i]->sleepers, 1, __ATOMIC_SEQ_CST);
+	}
+	for (size_t i = 0; i < n && !ready; i++)
+		ready = rx_ready(&g->rx[i]);
+	pthread_mutex_unlock(ep->lock);
+	/* The first ring that wakes this endpoint says so (p2p.sh). */
+	if (n && !ready && bells_wait(w, n, secs) &&
+	    !__atomic_exchange_n(&g->bell_heard, true, __ATOMIC_RELAXED))
+		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "shm: a message ring's "
+			"bell woke this endpoint");
+	for (size_t i = 0; i < n; i++)
+		__atomic_fetch_sub(&h[i]->sleepers, 1, __ATOMIC_SEQ_CST);
+	return n > 0;
+}
+
 int psc_ring_poll(struct psc_ep *ep)
 {
 	struct psc_ring *g = ep->ring;
@@ -388,15 +496,10 @@ int psc_ring_poll(struct psc_ep *ep)
 		struct ring_rx *x = &g->rx[i];
 		uint32_t cap = x->slot_size - (uint32_t)SLOT_DATA;
 
-		for (;;) {
-			struct ring_slot *s = slot_at(x->h, x->nslots,
-						      x->slot_size, x->head);
-			uint64_t len;
+		while (rx_ready(x)) {
+			struct ring_slot *s = rx_next(x);
+			uint64_t len = s->len;
 
-			if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) !=
-			    x->head + 1)
-				break;
-			len = s->len;
 			if (len <= cap)
 				psc_sw_match(ep, s->tag, s->data, len);
 			else

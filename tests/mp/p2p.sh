@@ -41,6 +41,16 @@ if want shm && have_provider shm; then
 			grep -q "rank $r debug: mapped the message ring" \
 			"$ringlog"
 	done
+	# An idle receiver sleeps on its rings' bells, and the sender's
+	# bell wakes it (in the suite's idle-receiver test each rank waits
+	# long enough to sleep).
+	PS_COMM_LOG_LEVEL=debug "$RUN" -n 2 --provider shm --timeout 240 -- \
+		"$SUITE" >"$ringlog" 2>&1
+	for r in 0 1; do
+		check "shm: a ring's bell wakes rank $r" \
+			grep -q "rank $r debug: shm: a message ring's bell woke" \
+			"$ringlog"
+	done
 	rm -f "$ringlog"
 fi
 # Node-aware: shm inside a node and tcp between nodes in one

@@ -2,10 +2,11 @@
  * The multi-process point-to-point suite, run under ps_comm_run on every
  * provider present: message sizes from 0 B to 8 MiB, wildcards,
  * non-overtaking order, truncation, self-send, 10,000 outstanding
- * requests, several sending threads against one receiver, two
- * communicators side by side, and bad arguments. Every received byte is
- * checked against the pattern its sender wrote. Exits 0 on success, 1 on
- * any failure, 77 when the provider is not available here.
+ * requests, receivers idle long enough to sleep, several sending
+ * threads against one receiver, two communicators side by side, and bad
+ * arguments. Every received byte is checked against the pattern its
+ * sender wrote. Exits 0 on success, 1 on any failure, 77 when the
+ * provider is not available here.
  *
  * Options: --quick (fewer iterations, for slow providers).
  */
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ps_comm.h"
 #include "suite.h"
@@ -636,6 +638,39 @@ static void test_poll(void)
 	ok(t);
 }
 
+/*
+ * A receiver left idle long enough to sleep must be woken by each
+ * message (on shm through its rings' bells; p2p.sh checks that the bell
+ * woke both ranks): ranks 0 and 1 take turns to pause, then send.
+ */
+static void test_idle_wake(void)
+{
+	const char *t = "test idle receiver woken";
+	const int n = quick ? 6 : 20;
+
+	if (size < 2 || rank > 1) {
+		ok(t);
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		int from = i % 2 ? 0 : 1, v = 0;
+
+		if (rank == from) {
+			struct timespec ts = {0, 5000000};
+
+			nanosleep(&ts, NULL);
+			v = 1000 + i;
+			CHECK_RC(t, ps_comm_send(comm, &v, sizeof(v), 1 - from,
+						 71));
+			continue;
+		}
+		CHECK_RC(t, ps_comm_recv(comm, &v, sizeof(v), from, 71, NULL));
+		if (v != 1000 + i)
+			fail(t, "message %d carried %d", i, v);
+	}
+	ok(t);
+}
+
 int main(int argc, char **argv)
 {
 	const char *prov;
@@ -675,6 +710,7 @@ int main(int argc, char **argv)
 	test_truncate();
 	test_self();
 	test_poll();
+	test_idle_wake();
 	test_many();
 	test_threads();
 	test_two_comms();
