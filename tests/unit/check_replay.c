@@ -480,8 +480,9 @@ static const char two_ip_fabrics[] =
 
 /*
  * Between nodes over IP, net wins over tcp;ofi_rxm, with software
- * matching and chunks that wait for the go-ahead (it stalls a connection
- * behind an unexpected message); tcp;ofi_rxm needs no go-ahead.
+ * matching and chunks of at most 256 KiB that wait for the go-ahead (it
+ * stalls a connection behind an unexpected message); tcp;ofi_rxm needs
+ * no go-ahead.
  */
 START_TEST(test_net_preferred)
 {
@@ -500,6 +501,7 @@ START_TEST(test_net_preferred)
 	ck_assert(sel.caps.sw_tag_in_data);
 	ck_assert(sel.caps.chunks_wait);
 	ck_assert(sel.caps.wait_fd);
+	ck_assert_uint_eq(sel.caps.max_msg_size, 256 << 10);
 	fi_freeinfo(list->next);
 	list->next = NULL;
 	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
