@@ -65,6 +65,12 @@ void psc_generic_fixup_hints(struct fi_info *hints)
 	/* The base hints suit any provider that follows the specification. */
 }
 
+void psc_caps_chunk_max(struct psc_caps *c, size_t max)
+{
+	if (!c->max_msg_size || c->max_msg_size > max)
+		c->max_msg_size = max;
+}
+
 void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
 	int mr = info->domain_attr->mr_mode;

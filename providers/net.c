@@ -63,8 +63,7 @@ static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	 * 0.56-0.75 ms against 0.71-0.94 ms with 512 KiB chunks, and 16 MiB
 	 * 2.9 ms against 4.8 ms unsplit (bench/results/2026-12-02-net-chunk).
 	 */
-	if (!c->max_msg_size || c->max_msg_size > NET_CHUNK_MAX)
-		c->max_msg_size = NET_CHUNK_MAX;
+	psc_caps_chunk_max(c, NET_CHUNK_MAX);
 	/*
 	 * Receives come from a pool that grows (rx_size is a hint), and a
 	 * chunk receive that pscomm held back would stop its connection:

@@ -168,6 +168,12 @@ const struct psc_provider_ops *psc_provider_lookup(const char *prov_name);
 void psc_generic_fixup_hints(struct fi_info *hints);
 bool psc_generic_accept(const struct fi_info *info, char *why, size_t len);
 void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *caps);
+/*
+ * Split large messages into chunks of at most max bytes (also when the
+ * provider reports no limit, 0): for providers whose large-message path
+ * is slower than a stream of chunks of that size.
+ */
+void psc_caps_chunk_max(struct psc_caps *c, size_t max);
 void psc_generic_describe_cq_error(int err, int prov_errno,
 				   const char *prov_str, char *buf, size_t len);
 
