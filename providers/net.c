@@ -57,11 +57,10 @@ static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->sw_eager = 65536;
 	/*
 	 * Chunks of at most 256 KiB. net reports a max_msg_size far above
-	 * any message, so a large message went as one chunk, and a 1 MiB
-	 * pingpong took 335 us against 198 us in 256 KiB chunks (medians of
-	 * 7 alternating runs; ZeroMQ 256 us in the same runs); 4 MiB took
-	 * 0.56-0.75 ms against 0.71-0.94 ms with 512 KiB chunks, and 16 MiB
-	 * 2.9 ms against 4.8 ms unsplit (bench/results/2026-12-02-net-chunk).
+	 * any message, so a large message went as one chunk: a 1 MiB
+	 * pingpong took 341 us against 229 us in 256 KiB chunks (medians of
+	 * 5 alternating rounds of the two builds); 512 KiB chunks were as
+	 * fast at 1 MiB but slower at 4 MiB (bench/results/2026-12-02-chunks).
 	 */
 	psc_caps_chunk_max(c, NET_CHUNK_MAX);
 	/*

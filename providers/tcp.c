@@ -39,11 +39,10 @@ static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	/*
 	 * Chunks of at most 128 KiB. rxm reports a max_msg_size far above
 	 * any message, so a large message went as one chunk through rxm's
-	 * rendezvous; in 128 KiB chunks it streams. pingpong, 3 alternating
-	 * runs: 1 MiB 180-207 us against 337-403 us as one chunk, and
-	 * 301-307 us in 64 KiB chunks; 4 MiB 0.91-0.98 ms in 128 KiB
-	 * chunks, 1.3-1.8 ms in 64 KiB chunks, 0.88-1.0 ms in 256 KiB
-	 * chunks, which were slower at 1 MiB (242-265 us).
+	 * rendezvous; in 128 KiB chunks it streams: a 1 MiB pingpong took
+	 * 339 us against 200 us (medians of 5 alternating rounds of the two
+	 * builds). 64 KiB chunks were slower at every size from 1 MiB, and
+	 * 256 KiB chunks at 1 MiB (bench/results/2026-12-02-chunks).
 	 */
 	psc_caps_chunk_max(c, TCP_CHUNK_MAX);
 }
