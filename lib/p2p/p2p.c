@@ -2,10 +2,12 @@
  * Point-to-point: tagged send and receive on a channel, including
  * messages larger than the provider's max_msg_size.
  *
- * A large message is a 24-byte header (magic, total length, stream id)
- * sent with the user's tag and the "large" bit, followed by chunks of at
- * most max_msg_size sent on the continuation protocol with a tag made of
- * the sender's rank and the stream id. The receiver's first receive
+ * A large message is a 24-byte header (magic, flags, total length,
+ * stream id, chunk size) sent with the user's tag and the "large" bit,
+ * followed by chunks of the announced size (the last one shorter, all
+ * at most max_msg_size; psc_chunk_size picks it) sent on the
+ * continuation protocol with a tag made of the sender's rank and the
+ * stream id. The receiver's first receive
  * matches header or small message alike; on a header it posts one receive
  * per chunk with the exact continuation tag, so chunks of different
  * messages can never mix, and the send order of first pieces keeps MPI's
@@ -91,7 +93,7 @@ static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
 static int post_chunks(struct ps_comm_request *p)
 {
 	const struct psc_chan *ch = p->owner;
-	size_t max = psc_ep_caps(p->ep)->max_msg_size;
+	size_t max = (size_t)psc_be_get(p->scratch + 20, 4);
 	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
 	uint64_t ctag = psc_tag_make(ch->tl, PSC_PROTO_CONT, false, ch->ctx,
 				     (uint32_t)p->status.source, seq);
@@ -125,7 +127,10 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	psc_be_put(p->scratch + 4, waits ? LARGE_WAITS : 0, 4);
 	psc_be_put(p->scratch + 8, len, 8);
 	psc_be_put(p->scratch + 16, seq, 4);
-	psc_be_put(p->scratch + 20, 0, 4);
+	psc_be_put(p->scratch + 20,
+		   PSC_MIN(psc_chunk_size(psc_ep_caps(p->ep), len),
+			   (size_t)UINT32_MAX),
+		   4);
 	/* One registration for all chunks; without it each finds its own. */
 	psc_ep_hold_range(p->ep, p, buf, len);
 	/* Hold a reference so the parent cannot complete while posting. */
@@ -385,9 +390,9 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	const struct psc_tag_layout *tl = ch->tl;
 	/* The endpoint the header came on, where its chunks follow. */
 	const struct psc_caps *caps = psc_ep_caps(r->ep);
-	size_t max = caps->max_msg_size;
 	uint64_t total, ctag, ignore;
 	uint32_t seq, flags;
+	size_t max;
 	int rc = 0;
 
 	if (psc_be_get(hdr, 4) != LARGE_MAGIC)
@@ -395,6 +400,15 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	flags = (uint32_t)psc_be_get(hdr + 4, 4);
 	total = psc_be_get(hdr + 8, 8);
 	seq = (uint32_t)psc_be_get(hdr + 16, 4);
+	max = (size_t)psc_be_get(hdr + 20, 4);
+	/*
+	 * The sender's chunk size: within what this endpoint receives in
+	 * one message, and no finer than 4 KiB unless this endpoint's own
+	 * limit is (a bad one cannot make it post a receive per byte).
+	 */
+	if (max == 0 || max > caps->max_msg_size ||
+	    (max < PSC_MIN(caps->max_msg_size, 4096) && max < total))
+		return -EPROTO;
 	psc_tag_match(tl, PSC_PROTO_CONT, ch->ctx, r->status.source, seq,
 		      &ctag, &ignore);
 	r->kind = PSC_REQ_PARENT;

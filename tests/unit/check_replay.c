@@ -482,7 +482,7 @@ static const char two_ip_fabrics[] =
  * Between nodes over IP, net wins over tcp;ofi_rxm, with software
  * matching and chunks of at most 256 KiB that wait for the go-ahead (it
  * stalls a connection behind an unexpected message); tcp;ofi_rxm needs
- * no go-ahead and splits at 128 KiB.
+ * no go-ahead and splits into 128 KiB to 1 MiB chunks.
  */
 START_TEST(test_net_preferred)
 {
@@ -507,7 +507,8 @@ START_TEST(test_net_preferred)
 	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
 			 "tcp;ofi_rxm");
 	ck_assert(!sel.caps.chunks_wait);
-	ck_assert_uint_eq(sel.caps.max_msg_size, 128 << 10);
+	ck_assert_uint_eq(sel.caps.max_msg_size, 1 << 20);
+	ck_assert_uint_eq(sel.caps.chunk_min, 128 << 10);
 	fi_freeinfo(list);
 }
 END_TEST
