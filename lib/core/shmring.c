@@ -424,10 +424,11 @@ static bool rx_ready(const struct ring_rx *x)
 
 /*
  * Sleep on the bells of w[0..n) until one rings or secs pass: all at
- * once where the kernel has futex_waitv (Linux 5.16), else on the first.
- * Returns whether a bell rang.
+ * once where the kernel has futex_waitv (Linux 5.16), else on the first
+ * (first, the word w[0] names). Returns whether a bell rang.
  */
-static bool bells_wait(struct futex_waitv *w, size_t n, double secs)
+static bool bells_wait(struct futex_waitv *w, uint32_t *first, size_t n,
+		       double secs)
 {
 	static bool no_waitv;
 	struct timespec ts;
@@ -449,8 +450,8 @@ static bool bells_wait(struct futex_waitv *w, size_t n, double secs)
 	}
 	ts.tv_sec = (time_t)secs;
 	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-	return syscall(SYS_futex, (uint32_t *)(uintptr_t)w[0].uaddr,
-		       FUTEX_WAIT, (uint32_t)w[0].val, &ts, NULL, 0) == 0 ||
+	return syscall(SYS_futex, first, FUTEX_WAIT, (uint32_t)w[0].val, &ts,
+		       NULL, 0) == 0 ||
 	       errno == EAGAIN;
 }
 
@@ -478,7 +479,7 @@ bool psc_ring_sleep(struct psc_ep *ep, double secs)
 		ready = rx_ready(&g->rx[i]);
 	pthread_mutex_unlock(ep->lock);
 	/* The first ring that wakes this endpoint says so (p2p.sh). */
-	if (n && !ready && bells_wait(w, n, secs) &&
+	if (n && !ready && bells_wait(w, &h[0]->bell, n, secs) &&
 	    !__atomic_exchange_n(&g->bell_heard, true, __ATOMIC_RELAXED))
 		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "shm: a message ring's "
 			"bell woke this endpoint");
