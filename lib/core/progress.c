@@ -543,8 +543,10 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		return;
 	}
 	/*
-	 * shm with rings: sleep on their bells, as long as the backoff
-	 * would sleep, so that a ring message wakes this thread at once.
+	 * shm with rings: sleep on their bells, so that a ring message wakes
+	 * this thread at once, for as long as the backoff would sleep (1 us
+	 * doubling to 1 ms); a lean wait starts after its LEAN_YIELDS yields
+	 * instead of 16, since a bell, not a yield, now brings ring messages.
 	 */
 	if (ep->ring) {
 		unsigned first = ep->lean_wait ? LEAN_YIELDS : 16;

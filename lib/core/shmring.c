@@ -32,7 +32,9 @@
  * itself before it looks at the slots and the sender publishes before it
  * looks at the count, both with full barriers between, so one of them
  * always sees the other. The sleep still ends within its bound, for
- * what comes through libfabric.
+ * what comes through libfabric; where the bells of some rings cannot be
+ * watched (more than RING_WATCH_MAX, or no futex_waitv and more than
+ * one ring) it ends within UNWATCHED_SLEEP.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -57,6 +59,14 @@
 #include "util/util.h"
 
 #define RING_SLOTS 64
+/* Bells one sleep watches at most (futex_waitv's own limit). */
+#define RING_WATCH_MAX 128
+/* futex_waitv came with Linux 5.16 and its headers. */
+#if defined(SYS_futex_waitv) && defined(FUTEX_WAITV_MAX)
+#define HAVE_FUTEX_WAITV 1
+#endif
+/* The longest sleep while some rings are not watched (over RING_WATCH_MAX). */
+#define UNWATCHED_SLEEP 50e-6
 #define RING_MAGIC 0x707363726e673032ULL /* "pscrng02" */
 #define RING_PREFIX "/psc-ring-"
 #define RING_NAME_MAX 64
@@ -422,20 +432,33 @@ static bool rx_ready(const struct ring_rx *x)
 	       x->head + 1;
 }
 
+/* One bell a sleeper watches: its word and the value it saw there. */
+struct bell {
+	uint32_t *word;
+	uint32_t seen;
+};
+
 /*
- * Sleep on the bells of w[0..n) until one rings or secs pass: all at
- * once where the kernel has futex_waitv (Linux 5.16), else on the first
- * (first, the word w[0] names). Returns whether a bell rang.
+ * Sleep on bells b[0..n) until one rings or secs pass: all at once where
+ * the kernel has futex_waitv (Linux 5.16), else on the first. Returns
+ * whether a bell rang.
  */
-static bool bells_wait(struct futex_waitv *w, uint32_t *first, size_t n,
-		       double secs)
+static bool bells_wait(const struct bell *b, size_t n, double secs)
 {
-	static bool no_waitv;
 	struct timespec ts;
+#ifdef HAVE_FUTEX_WAITV
+	static bool no_waitv;
+	struct futex_waitv w[RING_WATCH_MAX];
 
 	if (!__atomic_load_n(&no_waitv, __ATOMIC_RELAXED)) {
 		long rc;
 
+		for (size_t i = 0; i < n; i++)
+			w[i] = (struct futex_waitv){
+				.val = b[i].seen,
+				.uaddr = (uintptr_t)b[i].word,
+				.flags = FUTEX_32,
+			};
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_nsec += (long)(secs * 1e9);
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
@@ -448,38 +471,43 @@ static bool bells_wait(struct futex_waitv *w, uint32_t *first, size_t n,
 			return false;
 		__atomic_store_n(&no_waitv, true, __ATOMIC_RELAXED);
 	}
+#endif
 	ts.tv_sec = (time_t)secs;
 	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-	return syscall(SYS_futex, first, FUTEX_WAIT, (uint32_t)w[0].val, &ts,
-		       NULL, 0) == 0 ||
+	if (n > 1 && secs > UNWATCHED_SLEEP)
+		ts = (struct timespec){0, (long)(UNWATCHED_SLEEP * 1e9)};
+	return syscall(SYS_futex, b[0].word, FUTEX_WAIT, b[0].seen, &ts, NULL,
+		       0) == 0 ||
 	       errno == EAGAIN;
 }
 
 bool psc_ring_sleep(struct psc_ep *ep, double secs)
 {
-	struct futex_waitv w[FUTEX_WAITV_MAX];
-	struct ring_hdr *h[FUTEX_WAITV_MAX];
+	struct bell b[RING_WATCH_MAX];
+	struct ring_hdr *h[RING_WATCH_MAX];
 	struct psc_ring *g;
 	bool ready = false;
 	size_t n;
 
 	pthread_mutex_lock(ep->lock);
 	g = ep->ring;
-	n = g ? PSC_MIN(g->nrx, (size_t)FUTEX_WAITV_MAX) : 0;
+	n = g ? PSC_MIN(g->nrx, (size_t)RING_WATCH_MAX) : 0;
 	for (size_t i = 0; i < n; i++) {
 		h[i] = g->rx[i].h;
-		w[i] = (struct futex_waitv){
-			.val = __atomic_load_n(&h[i]->bell, __ATOMIC_SEQ_CST),
-			.uaddr = (uintptr_t)&h[i]->bell,
-			.flags = FUTEX_32,
-		};
+		b[i].word = &h[i]->bell;
+		b[i].seen = __atomic_load_n(&h[i]->bell, __ATOMIC_SEQ_CST);
 		__atomic_fetch_add(&h[i]->sleepers, 1, __ATOMIC_SEQ_CST);
 	}
-	for (size_t i = 0; i < n && !ready; i++)
+	/* Count first, then look: pairs with the sender's fence. */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	for (size_t i = 0; g && i < g->nrx && !ready; i++)
 		ready = rx_ready(&g->rx[i]);
+	/* Rings past RING_WATCH_MAX ring no bell here: sleep briefly. */
+	if (g && g->nrx > n && secs > UNWATCHED_SLEEP)
+		secs = UNWATCHED_SLEEP;
 	pthread_mutex_unlock(ep->lock);
 	/* The first ring that wakes this endpoint says so (p2p.sh). */
-	if (n && !ready && bells_wait(w, &h[0]->bell, n, secs) &&
+	if (n && !ready && bells_wait(b, n, secs) &&
 	    !__atomic_exchange_n(&g->bell_heard, true, __ATOMIC_RELAXED))
 		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "shm: a message ring's "
 			"bell woke this endpoint");

@@ -32,9 +32,12 @@
 
 #include "p2p/p2p.h"
 #include "util/copy.h"
+#include "util/log.h"
 #include "util/util.h"
 
-#define LARGE_MAGIC 0x5053434cu /* "PSCL" */
+#define LARGE_MAGIC 0x5053434du /* "PSCM": with the chunk size at +20 */
+/* Chunks of one message, at most: bounds what a header makes us post. */
+#define LARGE_CHUNKS_MAX ((uint64_t)1 << 22)
 #define LARGE_HDR_LEN 24
 /* Header flag: the sender posts its chunks on the receiver's go-ahead. */
 #define LARGE_WAITS 1u
@@ -403,12 +406,20 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	max = (size_t)psc_be_get(hdr + 20, 4);
 	/*
 	 * The sender's chunk size: within what this endpoint receives in
-	 * one message, and no finer than 4 KiB unless this endpoint's own
-	 * limit is (a bad one cannot make it post a receive per byte).
+	 * one message, no finer than 4 KiB unless this endpoint's own limit
+	 * is, and at most LARGE_CHUNKS_MAX chunks (a bad header cannot make
+	 * it post a receive per byte, nor wrap the offsets).
 	 */
 	if (max == 0 || max > caps->max_msg_size ||
-	    (max < PSC_MIN(caps->max_msg_size, 4096) && max < total))
+	    (max < PSC_MIN(caps->max_msg_size, 4096) && max < total) ||
+	    total / max >= LARGE_CHUNKS_MAX) {
+		psc_log(PSC_LOG_WARN, ch->rank, "refusing a large message of "
+			"%llu bytes in chunks of %zu from rank %d (this "
+			"endpoint takes chunks of up to %zu)",
+			(unsigned long long)total, max, r->status.source,
+			caps->max_msg_size);
 		return -EPROTO;
+	}
 	psc_tag_match(tl, PSC_PROTO_CONT, ch->ctx, r->status.source, seq,
 		      &ctag, &ignore);
 	r->kind = PSC_REQ_PARENT;
