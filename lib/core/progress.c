@@ -456,10 +456,7 @@ static void wait_fd(struct psc_ep *ep, double secs)
 	pthread_mutex_unlock(ep->lock);
 	if (rc == 0) {
 		struct pollfd p = {.fd = ep->fab.wait_fd, .events = POLLIN};
-		struct timespec ts = {
-			.tv_sec = (time_t)secs,
-			.tv_nsec = (long)((secs - (double)(time_t)secs) * 1e9),
-		};
+		struct timespec ts = psc_timespec(secs);
 
 		ppoll(&p, 1, &ts, NULL);
 	}
@@ -469,6 +466,12 @@ static void wait_fd(struct psc_ep *ep, double secs)
 static bool sending(const struct psc_ep *ep)
 {
 	return ep->posted[0] || ep->txq.head;
+}
+
+/* Sleep of backoff step `step` on a wait object: 1 us doubling to 1 ms. */
+static double step_secs(unsigned step)
+{
+	return 1e-6 * (double)(1u << PSC_MIN(step, 10u));
 }
 
 /* Block briefly on the CQ's wait object, or back off. */
@@ -514,7 +517,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 	if (ep->pair) {
 		struct psc_ep *w = ep->fab.wait_mode == PSC_WAIT_FD ? ep
 				   : ep->pair;
-		double t = 1e-6 * (double)(1u << PSC_MIN(idle - 16, 10u));
+		double t = step_secs(idle - 16);
 
 		if (w->fab.wait_mode == PSC_WAIT_FD && !psc_ep_poisoned(w))
 			wait_fd(w, PSC_MIN(t, 1e-3));
@@ -548,13 +551,10 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 	 * doubling to 1 ms); a lean wait starts after its LEAN_YIELDS yields
 	 * instead of 16, since a bell, not a yield, now brings ring messages.
 	 */
-	if (ep->ring) {
-		unsigned first = ep->lean_wait ? LEAN_YIELDS : 16;
-		double t = 1e-6 * (double)(1u << PSC_MIN(idle - first, 10u));
-
-		if (psc_ring_sleep(ep, t))
-			return;
-	}
+	if (ep->ring &&
+	    psc_ring_sleep(ep, step_secs(idle - (ep->lean_wait ? LEAN_YIELDS
+								: 16))))
+		return;
 	backoff(idle);
 }
 

@@ -432,9 +432,9 @@ static bool rx_ready(const struct ring_rx *x)
 	       x->head + 1;
 }
 
-/* One bell a sleeper watches: its word and the value it saw there. */
+/* One bell a sleeper watches: its ring's header and the value it saw. */
 struct bell {
-	uint32_t *word;
+	struct ring_hdr *h;
 	uint32_t seen;
 };
 
@@ -456,13 +456,10 @@ static bool bells_wait(const struct bell *b, size_t n, double secs)
 		for (size_t i = 0; i < n; i++)
 			w[i] = (struct futex_waitv){
 				.val = b[i].seen,
-				.uaddr = (uintptr_t)b[i].word,
+				.uaddr = (uintptr_t)&b[i].h->bell,
 				.flags = FUTEX_32,
 			};
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (long)(secs * 1e9);
-		ts.tv_sec += ts.tv_nsec / 1000000000L;
-		ts.tv_nsec %= 1000000000L;
+		ts = psc_timespec(psc_now() + secs);
 		rc = syscall(SYS_futex_waitv, w, (unsigned)n, 0u, &ts,
 			     CLOCK_MONOTONIC);
 		if (rc >= 0 || errno == EAGAIN)
@@ -472,19 +469,15 @@ static bool bells_wait(const struct bell *b, size_t n, double secs)
 		__atomic_store_n(&no_waitv, true, __ATOMIC_RELAXED);
 	}
 #endif
-	ts.tv_sec = (time_t)secs;
-	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
-	if (n > 1 && secs > UNWATCHED_SLEEP)
-		ts = (struct timespec){0, (long)(UNWATCHED_SLEEP * 1e9)};
-	return syscall(SYS_futex, b[0].word, FUTEX_WAIT, b[0].seen, &ts, NULL,
-		       0) == 0 ||
+	ts = psc_timespec(n > 1 ? PSC_MIN(secs, UNWATCHED_SLEEP) : secs);
+	return syscall(SYS_futex, &b[0].h->bell, FUTEX_WAIT, b[0].seen, &ts,
+		       NULL, 0) == 0 ||
 	       errno == EAGAIN;
 }
 
 bool psc_ring_sleep(struct psc_ep *ep, double secs)
 {
 	struct bell b[RING_WATCH_MAX];
-	struct ring_hdr *h[RING_WATCH_MAX];
 	struct psc_ring *g;
 	bool ready = false;
 	size_t n;
@@ -493,10 +486,9 @@ bool psc_ring_sleep(struct psc_ep *ep, double secs)
 	g = ep->ring;
 	n = g ? PSC_MIN(g->nrx, (size_t)RING_WATCH_MAX) : 0;
 	for (size_t i = 0; i < n; i++) {
-		h[i] = g->rx[i].h;
-		b[i].word = &h[i]->bell;
-		b[i].seen = __atomic_load_n(&h[i]->bell, __ATOMIC_SEQ_CST);
-		__atomic_fetch_add(&h[i]->sleepers, 1, __ATOMIC_SEQ_CST);
+		b[i].h = g->rx[i].h;
+		b[i].seen = __atomic_load_n(&b[i].h->bell, __ATOMIC_SEQ_CST);
+		__atomic_fetch_add(&b[i].h->sleepers, 1, __ATOMIC_SEQ_CST);
 	}
 	/* Count first, then look: pairs with the sender's fence. */
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
@@ -512,7 +504,7 @@ bool psc_ring_sleep(struct psc_ep *ep, double secs)
 		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "shm: a message ring's "
 			"bell woke this endpoint");
 	for (size_t i = 0; i < n; i++)
-		__atomic_fetch_sub(&h[i]->sleepers, 1, __ATOMIC_SEQ_CST);
+		__atomic_fetch_sub(&b[i].h->sleepers, 1, __ATOMIC_SEQ_CST);
 	return n > 0;
 }
 

@@ -7,11 +7,11 @@
  * followed by chunks of the announced size (the last one shorter, all
  * at most max_msg_size; psc_chunk_size picks it) sent on the
  * continuation protocol with a tag made of the sender's rank and the
- * stream id. The receiver's first receive
- * matches header or small message alike; on a header it posts one receive
- * per chunk with the exact continuation tag, so chunks of different
- * messages can never mix, and the send order of first pieces keeps MPI's
- * non-overtaking rule.
+ * stream id. The receiver's first receive matches header or small
+ * message alike; on a header it posts one receive per chunk with the
+ * exact continuation tag, so chunks of different messages can never
+ * mix, and the send order of first pieces keeps MPI's non-overtaking
+ * rule.
  *
  * Where the provider stalls a connection behind an unexpected message it
  * cannot keep (caps.chunks_wait), the sender of a rank-addressed message

@@ -14,6 +14,15 @@ double psc_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+struct timespec psc_timespec(double secs)
+{
+	struct timespec ts;
+
+	ts.tv_sec = (time_t)secs;
+	ts.tv_nsec = (long)((secs - (double)ts.tv_sec) * 1e9);
+	return ts;
+}
+
 void psc_backoff_sleep(double first, double cap, unsigned step, bool jitter,
 		       double deadline)
 {
@@ -32,7 +41,6 @@ void psc_backoff_sleep(double first, double cap, unsigned step, bool jitter,
 		if (left < t)
 			t = left > 0 ? left : 0;
 	}
-	ts.tv_sec = (time_t)t;
-	ts.tv_nsec = (long)((t - (double)ts.tv_sec) * 1e9);
+	ts = psc_timespec(t);
 	nanosleep(&ts, NULL);
 }

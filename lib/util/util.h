@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 #define PSC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define PSC_MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -28,6 +29,12 @@
 
 /* Monotonic time in seconds. */
 double psc_now(void);
+
+/*
+ * secs (>= 0) as a timespec: a relative timeout, or with psc_now()
+ * added, an absolute CLOCK_MONOTONIC time.
+ */
+struct timespec psc_timespec(double secs);
 
 /*
  * Sleep for backoff step `step`: first * 2^step seconds, at most cap,
