@@ -108,16 +108,16 @@ run -n 2 --grace 1 sh -c 'trap "" TERM; if [ "$PS_COMM_RANK" = 1 ]; then exit 4;
 check "a rank ignoring SIGTERM is killed after the grace period" \
 	status_quick 4
 
-run -n 4 --timeout 1 sh -c 'exec sleep 30'
-check "--timeout 1: status 124" [ "$rc" -eq 124 ]
-check "--timeout 1: quick" quick
-check "--timeout 1: message lists the ranks" \
-	grep -q 'timeout after 1 s; stopping the ranks still running: ranks 0-3 [a-z]* (state [RS])$' \
+run -n 4 --timeout 2 sh -c 'exec sleep 30'
+check "--timeout 2: status 124" [ "$rc" -eq 124 ]
+check "--timeout 2: quick" quick
+check "--timeout 2: message lists the ranks" \
+	grep -q 'timeout after 2 s; stopping the ranks still running: ranks 0-3 [a-z]* (state [RS])$' \
 	"$tmp/err"
 
-run -n 2 --timeout=0.5 sh -c 'if [ "$PS_COMM_RANK" = 1 ]; then exit 0; fi
+run -n 2 --timeout=2.5 sh -c 'if [ "$PS_COMM_RANK" = 1 ]; then exit 0; fi
 	exec sleep 30'
-check "--timeout=0.5: only the running rank is listed" \
+check "--timeout=2.5: only the running rank is listed" \
 	grep -q 'still running: rank 0 [a-z]* (state [RS])$' "$tmp/err"
 
 run -n 2 --timeout 30 sh -c 'exit 0'

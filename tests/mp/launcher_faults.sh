@@ -87,7 +87,7 @@ check "first failure: status of the first rank to fail (137)" \
 check "first failure: the last line names it and the others' ends" \
 	last_says 'first failure: rank 1 killed by signal 9 (Killed) at +0\.[0-9] s; ranks 0, 2, 3 then exited with status 1$'
 check "first failure: a grace period ends when the others have exited" \
-	[ "$secs" -lt 4 ]
+	under 4
 
 run -n 4 --grace 0.5 sh -c 'if [ "$PS_COMM_RANK" = 1 ]; then exit 3; fi
 	exec sleep 30'
