@@ -43,6 +43,13 @@ static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
 	psc_generic_derive_caps(info, c);
 	c->wait_fd = true;
+	/*
+	 * Its fi_trywait returns 0 without clearing the signal that every
+	 * completion sets on the CQ's wait fd, so after the first one the
+	 * fd stays readable and a wait on it spins (a ps-lite van over net
+	 * used a core even when idle).
+	 */
+	c->wait_set = true;
 	c->ip_addressed = true;
 	c->sw_match = true;
 	c->sw_tag_in_data = c->cq_data_size >= 8;

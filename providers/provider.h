@@ -89,6 +89,11 @@ struct psc_caps {
 	size_t sw_eager;	/* largest payload of a software-matched
 				 * first message (0: pscomm's 8 KiB); larger
 				 * ones send a header, then their data */
+	bool wait_set;		/* fi_trywait leaves the CQ's wait fd
+				 * readable once any completion signalled it
+				 * (net: its trywait does nothing): the CQ
+				 * gets a wait set of pscomm's, tried with
+				 * fi_wait(set, 0), which clears it */
 	size_t chunk_min;	/* nonzero: a large message's chunks grow
 				 * with it, from this size up to
 				 * max_msg_size (psc_chunk_size); 0: every

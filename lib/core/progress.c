@@ -440,21 +440,42 @@ static void backoff(unsigned idle)
 static int run_sources(struct psc_ep *ep);
 
 /*
- * Block on ep's wait fd for at most secs, once fi_trywait says nothing
- * is pending (else return at once, to read it). Takes the lock around
- * fi_trywait only.
+ * Whether ep's wait fd may be slept on: nothing is pending, and the fd
+ * will turn readable when something is. fi_trywait says so and arms the
+ * fd; a CQ on a wait set of pscomm's (caps.wait_set) asks fi_wait with
+ * no timeout instead, which also clears the completions' signal that
+ * the provider's fi_trywait leaves set. Call with ep->lock held.
  */
-static void wait_fd(struct psc_ep *ep, double secs)
+static bool may_sleep(struct psc_ep *ep)
 {
 	struct fid *f = &ep->fab.cq->fid;
 	int rc;
 
-	pthread_mutex_lock(ep->lock);
+	if (ep->fab.wait_set) {
+		psc_prov_enter(ep, "fi_wait", FI_ADDR_UNSPEC);
+		rc = fi_wait(ep->fab.wait_set, 0);
+		psc_prov_exit(ep);
+		return rc == -FI_ETIMEDOUT;
+	}
 	psc_prov_enter(ep, "fi_trywait", FI_ADDR_UNSPEC);
 	rc = fi_trywait(ep->fab.fabric, &f, 1);
 	psc_prov_exit(ep);
+	return rc == 0;
+}
+
+/*
+ * Block on ep's wait fd for at most secs, once may_sleep says nothing
+ * is pending (else return at once, to read it). Takes the lock around
+ * may_sleep only.
+ */
+static void wait_fd(struct psc_ep *ep, double secs)
+{
+	bool sleep;
+
+	pthread_mutex_lock(ep->lock);
+	sleep = may_sleep(ep);
 	pthread_mutex_unlock(ep->lock);
-	if (rc == 0) {
+	if (sleep) {
 		struct pollfd p = {.fd = ep->fab.wait_fd, .events = POLLIN};
 		struct timespec ts = psc_timespec(secs);
 

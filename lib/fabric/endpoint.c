@@ -331,6 +331,29 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	return 0;
 }
 
+/*
+ * Open a wait set for the CQ (caps.wait_set), an fd to block on that
+ * fi_wait(set, 0) clears; on failure the CQ gets its own wait fd.
+ */
+static void open_wait_set(struct psc_fab *ep, struct fi_cq_attr *attr)
+{
+	struct fi_wait_attr wattr = {.wait_obj = FI_WAIT_FD};
+
+	if (fi_wait_open(ep->fabric, &wattr, &ep->wait_set) != 0) {
+		ep->wait_set = NULL;
+		return;
+	}
+	attr->wait_obj = FI_WAIT_SET;
+	attr->wait_set = ep->wait_set;
+}
+
+static void close_wait_set(struct psc_fab *ep)
+{
+	if (ep->wait_set)
+		fi_close(&ep->wait_set->fid);
+	ep->wait_set = NULL;
+}
+
 /* Open the CQ with the best wait object that works for this provider. */
 static int open_cq(struct psc_fab *ep)
 {
@@ -343,7 +366,15 @@ static int open_cq(struct psc_fab *ep)
 	attr.wait_obj = ep->caps.wait_fd      ? FI_WAIT_FD
 			: ep->caps.wait_sread ? FI_WAIT_UNSPEC
 					      : FI_WAIT_NONE;
+	if (ep->caps.wait_fd && ep->caps.wait_set)
+		open_wait_set(ep, &attr);
 	rc = fi_cq_open(ep->domain, &attr, &ep->cq, NULL);
+	if (rc && attr.wait_obj == FI_WAIT_SET) {
+		close_wait_set(ep);
+		attr.wait_obj = FI_WAIT_FD;
+		attr.wait_set = NULL;
+		rc = fi_cq_open(ep->domain, &attr, &ep->cq, NULL);
+	}
 	if (rc && attr.wait_obj != FI_WAIT_NONE) {
 		attr.wait_obj = FI_WAIT_NONE;
 		rc = fi_cq_open(ep->domain, &attr, &ep->cq, NULL);
@@ -351,8 +382,11 @@ static int open_cq(struct psc_fab *ep)
 	if (rc)
 		return rc;
 	ep->wait_mode = PSC_WAIT_POLL;
-	if (attr.wait_obj == FI_WAIT_FD &&
-	    fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd) == 0)
+	if (attr.wait_obj == FI_WAIT_SET &&
+	    fi_control(&ep->wait_set->fid, FI_GETWAIT, &ep->wait_fd) == 0)
+		ep->wait_mode = PSC_WAIT_FD;
+	else if (attr.wait_obj == FI_WAIT_FD &&
+		 fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd) == 0)
 		ep->wait_mode = PSC_WAIT_FD;
 	else if (attr.wait_obj == FI_WAIT_UNSPEC)
 		ep->wait_mode = PSC_WAIT_SREAD;
@@ -453,7 +487,7 @@ int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		ep->caps.tag_bits, ep->caps.max_msg_size,
 		ep->caps.inject_size,
 		ep->caps.manual_progress ? "manual" : "auto",
-		wait_mode_name(ep->wait_mode));
+		ep->wait_set ? "a wait set's fd" : wait_mode_name(ep->wait_mode));
 	return 0;
 
 err_close_ep:
@@ -462,6 +496,7 @@ err_close_av:
 	fi_close(&ep->av->fid);
 err_close_cq:
 	fi_close(&ep->cq->fid);
+	close_wait_set(ep);
 err_close_domain:
 	fi_close(&ep->domain->fid);
 err_close_fabric:
@@ -485,6 +520,7 @@ void psc_fab_close(struct psc_fab *f)
 	psc_mr_fab_close(f);
 	fi_close(&f->av->fid);
 	fi_close(&f->cq->fid);
+	close_wait_set(f);
 	fi_close(&f->domain->fid);
 	fi_close(&f->fabric->fid);
 	fi_freeinfo(f->info);

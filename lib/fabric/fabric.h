@@ -37,6 +37,7 @@ struct psc_fab {
 	struct fid_domain *domain;
 	struct fid_ep *ep;
 	struct fid_cq *cq;
+	struct fid_wait *wait_set; /* the CQ's, with caps.wait_set; or NULL */
 	struct fid_av *av;
 	const struct psc_provider_ops *prov;
 	struct psc_caps caps;

@@ -2,7 +2,8 @@
  * The multi-process point-to-point suite, run under ps_comm_run on every
  * provider present: message sizes from 0 B to 8 MiB, wildcards,
  * non-overtaking order, truncation, self-send, 10,000 outstanding
- * requests, receivers idle long enough to sleep, several sending
+ * requests, receivers idle long enough to sleep (woken in time, and
+ * using little CPU while they wait), several sending
  * threads against one receiver, two communicators side by side, and bad
  * arguments. Every received byte is checked against the pattern its
  * sender wrote. Exits 0 on success, 1 on any failure, 77 when the
@@ -671,6 +672,65 @@ static void test_idle_wake(void)
 	ok(t);
 }
 
+static double clock_secs(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/*
+ * A receiver that waits long for a message sleeps instead of spinning:
+ * the waiting thread uses under a third of the waiting time in CPU (a
+ * wait fd that stays readable, as net's did, spins at close to all of
+ * it). Each wait comes after traffic in both directions, so completions
+ * have signalled the wait objects before it. The provider's own threads
+ * are not counted: sockets' progress thread polls for a while after
+ * traffic, whatever pscomm does.
+ */
+static void test_idle_cpu(void)
+{
+	const char *t = "test idle receiver uses little CPU";
+	const struct timespec gap = {0, quick ? 300000000 : 600000000};
+	double wall = 0, cpu = 0;
+
+	if (size < 2 || rank > 1) {
+		ok(t);
+		return;
+	}
+	for (int i = 0; i < 2; i++) {
+		int from = i % 2 ? 0 : 1, v = 0;
+		ps_comm_request_t rq;
+		double w0, c0;
+
+		CHECK_RC(t, ps_comm_irecv(comm, &v, sizeof(v), 1 - rank, 72,
+					  &rq));
+		CHECK_RC(t, ps_comm_send(comm, &i, sizeof(i), 1 - rank, 72));
+		CHECK_RC(t, ps_comm_wait(&rq, NULL));
+		if (rank == from) {
+			nanosleep(&gap, NULL);
+			v = 2000 + i;
+			CHECK_RC(t, ps_comm_send(comm, &v, sizeof(v), 1 - from,
+						 73));
+			continue;
+		}
+		w0 = clock_secs(CLOCK_MONOTONIC);
+		c0 = clock_secs(CLOCK_THREAD_CPUTIME_ID);
+		CHECK_RC(t, ps_comm_recv(comm, &v, sizeof(v), from, 73, NULL));
+		cpu += clock_secs(CLOCK_THREAD_CPUTIME_ID) - c0;
+		wall += clock_secs(CLOCK_MONOTONIC) - w0;
+		if (v != 2000 + i)
+			fail(t, "message %d carried %d", i, v);
+	}
+	if (cpu > wall / 3)
+		fail(t, "rank %d used %.0f ms of CPU while waiting %.0f ms",
+		     rank, cpu * 1e3, wall * 1e3);
+	printf("# rank %d: %.1f ms of CPU in %.0f ms of waiting\n", rank,
+	       cpu * 1e3, wall * 1e3);
+	ok(t);
+}
+
 int main(int argc, char **argv)
 {
 	const char *prov;
@@ -711,6 +771,7 @@ int main(int argc, char **argv)
 	test_self();
 	test_poll();
 	test_idle_wake();
+	test_idle_cpu();
 	test_many();
 	test_threads();
 	test_two_comms();

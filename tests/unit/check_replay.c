@@ -501,12 +501,14 @@ START_TEST(test_net_preferred)
 	ck_assert(sel.caps.sw_tag_in_data);
 	ck_assert(sel.caps.chunks_wait);
 	ck_assert(sel.caps.wait_fd);
+	ck_assert(sel.caps.wait_set);
 	ck_assert_uint_eq(sel.caps.max_msg_size, 256 << 10);
 	fi_freeinfo(list->next);
 	list->next = NULL;
 	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
 			 "tcp;ofi_rxm");
 	ck_assert(!sel.caps.chunks_wait);
+	ck_assert(!sel.caps.wait_set);
 	ck_assert_uint_eq(sel.caps.max_msg_size, 1 << 20);
 	ck_assert_uint_eq(sel.caps.chunk_min, 128 << 10);
 	fi_freeinfo(list);
