@@ -64,6 +64,43 @@ static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 	return 0;
 }
 
+/* The cores this process may run on, or 0 if unknown. */
+static int usable_cpus(void)
+{
+	cpu_set_t set;
+
+	return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set)
+							    : 0;
+}
+
+int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll)
+{
+	if (strcmp(mode, "fd") == 0)
+		*poll = false;
+	else if (strcmp(mode, "poll") == 0)
+		*poll = true;
+	else if (strcmp(mode, "auto") == 0)
+		*poll = cpus > 0 && ranks > 0 && ranks <= cpus;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/*
+ * PS_COMM_WAIT for a communicator's endpoints, which are opened before
+ * the exchange tells how many ranks share this host: auto counts the
+ * job's, so that it polls only where no rank can share a core.
+ */
+static int wait_policy(struct ps_comm *c, bool *poll)
+{
+	if (psc_wait_policy(c->params.wait, c->ch.size, usable_cpus(),
+			    poll) == 0)
+		return 0;
+	psc_comm_set_error(c, "PS_COMM_WAIT: '%s' is not fd, poll or auto",
+			   c->params.wait);
+	return PS_COMM_ERR_CONFIG;
+}
+
 /*
  * Busy-polling only pays when every rank has a core. Like MPI's
  * yield-when-idle, PS_COMM_SPIN_US=-1 spins 200 us, or not at all when
@@ -71,14 +108,11 @@ static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
  */
 static void spin_policy(struct ps_comm *c, int local, bool own_core)
 {
-	cpu_set_t set;
-	int cpus = 0;
+	int cpus = usable_cpus();
 	double us;
 
 	if (c->params.spin_us >= 0)
 		return;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		cpus = CPU_COUNT(&set);
 	/* Bound to a core of its own (PS_COMM_BIND=core): no one to yield to. */
 	us = !own_core && cpus > 0 && local > cpus ? 0 : 200;
 	for (int i = 0; i < c->ch.npaths; i++)
@@ -429,7 +463,8 @@ static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 {
 	struct psc_boot_plan plan;
-	struct psc_ep_config cfg = {&c->params, NULL, 0, PSC_ROLE_ANY, false};
+	struct psc_ep_config cfg = {&c->params, NULL, 0, PSC_ROLE_ANY, false,
+				     false};
 	struct psc_boot_record me;
 	struct boot_ctx b = {.c = c, .me = &me};
 	enum fabrics mode;
@@ -440,6 +475,8 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	rc = rank_size(c, attr);
 	if (!rc)
 		rc = fabric_mode(c, &mode);
+	if (!rc)
+		rc = wait_policy(c, &cfg.poll_wait);
 	if (rc)
 		return rc;
 	cfg.rank = c->ch.rank;

@@ -118,11 +118,12 @@ static void ep_key(const struct psc_ep_config *cfg, char *key, size_t len)
 {
 	const char *filter = getenv("FI_PROVIDER");
 
-	snprintf(key, len, "prov=%s;role=%d;if=%s;max=%zu;spin=%g;sw=%d/%d",
-		 filter ? filter : "", (int)cfg->role,
+	snprintf(key, len, "prov=%s;role=%d;if=%s;max=%zu;spin=%g;sw=%d/%d;"
+		 "poll=%d", filter ? filter : "", (int)cfg->role,
 		 cfg->iface ? cfg->iface->addrstr : "",
 		 cfg->params->max_msg_size, cfg->params->spin_us,
-		 cfg->params->sw_match, (int)cfg->sw_match);
+		 cfg->params->sw_match, (int)cfg->sw_match,
+		 (int)cfg->poll_wait);
 }
 
 /* Queue depths and message limits that follow from the caps. */

@@ -354,8 +354,12 @@ static void close_wait_set(struct psc_fab *ep)
 	ep->wait_set = NULL;
 }
 
-/* Open the CQ with the best wait object that works for this provider. */
-static int open_cq(struct psc_fab *ep)
+/*
+ * Open the CQ with the best wait object that works for this provider, or
+ * none when waits poll (a wait object costs the provider a signal per
+ * completion: on tcp and net a write and a read).
+ */
+static int open_cq(struct psc_fab *ep, bool poll_wait)
 {
 	struct fi_cq_attr attr = {0};
 	int rc;
@@ -363,10 +367,11 @@ static int open_cq(struct psc_fab *ep)
 	attr.format = FI_CQ_FORMAT_TAGGED;
 	/* At least tx + rx depth, so the CQ can never overrun. */
 	attr.size = ep->caps.tx_size + ep->caps.rx_size;
-	attr.wait_obj = ep->caps.wait_fd      ? FI_WAIT_FD
+	attr.wait_obj = poll_wait	      ? FI_WAIT_NONE
+			: ep->caps.wait_fd    ? FI_WAIT_FD
 			: ep->caps.wait_sread ? FI_WAIT_UNSPEC
 					      : FI_WAIT_NONE;
-	if (ep->caps.wait_fd && ep->caps.wait_set)
+	if (!poll_wait && ep->caps.wait_fd && ep->caps.wait_set)
 		open_wait_set(ep, &attr);
 	rc = fi_cq_open(ep->domain, &attr, &ep->cq, NULL);
 	if (rc && attr.wait_obj == FI_WAIT_SET) {
@@ -440,7 +445,7 @@ int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	if (rc)
 		goto err_close_fabric;
 	step = "fi_cq_open";
-	rc = open_cq(ep);
+	rc = open_cq(ep, cfg->poll_wait);
 	if (rc)
 		goto err_close_domain;
 	step = "fi_av_open";

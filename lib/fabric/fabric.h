@@ -65,6 +65,8 @@ struct psc_ep_config {
 	int rank;
 	enum psc_ep_role role;
 	bool sw_match;		       /* match in software if at all possible */
+	bool poll_wait;		       /* no CQ wait object: waits yield and
+					* sleep (PS_COMM_WAIT) */
 };
 
 /*

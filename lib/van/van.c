@@ -85,6 +85,7 @@ struct ps_comm_van {
 	pthread_mutex_t lock; /* peers, pending, bound */
 	struct ps_comm comm;  /* ep, ctx 0, params; rank and peers unused */
 	bool bound;
+	bool poll_wait;	      /* PS_COMM_WAIT=poll: no CQ wait object */
 	int my_id;	      /* atomic */
 	struct psc_auth_key key; /* PS_COMM_JOB_KEY: fetches authenticate */
 	uint32_t next_slot;   /* atomic: slots handed out so far + 1 */
@@ -197,6 +198,20 @@ static void drop_psm_handlers(void)
 	}
 }
 
+/*
+ * PS_COMM_WAIT for the van's endpoint: its receiving thread idles beside
+ * ps-lite's own threads, so auto blocks on the wait object; poll only
+ * when asked.
+ */
+static int van_wait_policy(struct ps_comm_van *v, char *err, size_t len)
+{
+	if (psc_wait_policy(v->comm.params.wait, 0, 0, &v->poll_wait) == 0)
+		return 0;
+	snprintf(err, len, "PS_COMM_WAIT: '%s' is not fd, poll or auto",
+		 v->comm.params.wait);
+	return -EINVAL;
+}
+
 int ps_comm_van_create(ps_comm_van_t *out)
 {
 	struct ps_comm_van *v;
@@ -212,7 +227,8 @@ int ps_comm_van_create(ps_comm_van_t *out)
 		return PS_COMM_ERR_NOMEM;
 	if (psc_params_load(&v->comm.params, err, sizeof(err)) != 0 ||
 	    psc_auth_key_load(&v->key, v->comm.params.job_key, err,
-			      sizeof(err)) != 0) {
+			      sizeof(err)) != 0 ||
+	    van_wait_policy(v, err, sizeof(err)) != 0) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		free(v);
 		return PS_COMM_ERR_CONFIG;
@@ -266,7 +282,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
 	struct psc_ep_config cfg = {&v->comm.params, NULL, -1, PSC_ROLE_ANY,
-				     false};
+				     false, v->poll_wait};
 	struct psc_van_served what;
 	struct psc_iface iface;
 	struct psc_ep *ep;

@@ -53,6 +53,31 @@ if want shm && have_provider shm; then
 	done
 	rm -f "$ringlog"
 fi
+# PS_COMM_WAIT: where every rank of the job can have a core of its own,
+# waits poll by default and the CQ gets no wait object; fd keeps one (on
+# net a wait set of pscomm's). The suite passes either way, and each
+# rank's log says how it waits.
+for prov in tcp net; do
+	want "$prov" && have_provider "$prov" || continue
+	PS_COMM_WAIT=fd run_ranks "p2p, PS_COMM_WAIT=fd" 2 "$prov" 240 \
+		"$SUITE"
+	auto=poll
+	[ "$(nproc)" -ge 2 ] || auto=fd
+	waitlog=$(mktemp)
+	for w in auto:$auto fd:fd poll:poll; do
+		PS_COMM_WAIT=${w%%:*} PS_COMM_LOG_LEVEL=info "$RUN" -n 2 \
+			--provider "$prov" --timeout 60 -- \
+			"$top_builddir/examples/pingpong" -m 8 -M 8 -i 10 \
+			>"$waitlog" 2>&1
+		case ${w#*:} in
+		poll) want_re='waits by poll\+backoff' ;;
+		*) want_re='waits by (wait fd|a wait set.s fd)' ;;
+		esac
+		check "$prov: PS_COMM_WAIT=${w%%:*} waits by ${w#*:}" \
+			[ "$(grep -Ec "$want_re" "$waitlog")" -eq 2 ]
+	done
+	rm -f "$waitlog"
+done
 # Node-aware: shm inside a node and tcp between nodes in one
 # communicator, with nodes of 2 (2+1, 2x2) and the uneven 3+1.
 if want tcp && want shm; then

@@ -48,9 +48,9 @@ kvstore_job() {
 	# Every worker must report, with no wrong value.
 	good=$(grep -c ", 0 wrong values" "$log")
 	if [ $bad -eq 0 ] && [ "$good" -eq "$nw" ]; then
-		ok "kvstore 1+$ns+$nw on $prov: $(grep -m1 'worker' "$log")"
+		ok "kvstore 1+$ns+$nw on $prov${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}: $(grep -m1 'worker' "$log")"
 	else
-		not_ok "kvstore 1+$ns+$nw on $prov"
+		not_ok "kvstore 1+$ns+$nw on $prov${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}"
 		sed 's/^/#   /' "$log" | tail -20
 	fi
 	rm -f "$log"
@@ -86,6 +86,8 @@ for prov in tcp net shm; do
 	fi
 	kvstore_job "$prov" 2 2 -k 8 -s 1048576 -i 3
 	kvstore_job "$prov" 1 4 -k 5 -s 65536 -i 3
+	# A van waits on its provider's wait object unless told to poll.
+	PS_COMM_WAIT=poll kvstore_job "$prov" 1 1 -k 4 -s 262144 -i 3
 done
 # kvstore_kill PROVIDER DELAY: kill -9 the server of a 1+1+1 job DELAY
 # seconds after the worker connected it, in the middle of its pushes and

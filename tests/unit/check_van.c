@@ -494,7 +494,8 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 		     size_t len, const char *provider)
 {
 	struct psc_params params;
-	struct psc_ep_config cfg = {&params, NULL, -1, PSC_ROLE_ANY, false};
+	struct psc_ep_config cfg = {&params, NULL, -1, PSC_ROLE_ANY, false,
+				     false};
 	struct psc_auth_key key;
 	struct ps_comm c;
 	uint8_t name[256];
@@ -583,6 +584,37 @@ START_TEST(test_wrong_key)
 			 0);
 	ps_comm_van_destroy(b.van);
 	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/*
+ * PS_COMM_WAIT: auto polls only where every rank of the job has a core
+ * (a van counts none, so it keeps the wait object); other values are a
+ * configuration error, for a van as for a communicator.
+ */
+START_TEST(test_wait_policy)
+{
+	ps_comm_van_t v;
+	bool poll = true;
+
+	ck_assert_int_eq(psc_wait_policy("auto", 2, 2, &poll), 0);
+	ck_assert(poll);
+	ck_assert_int_eq(psc_wait_policy("auto", 3, 2, &poll), 0);
+	ck_assert(!poll);
+	ck_assert_int_eq(psc_wait_policy("auto", 2, 0, &poll), 0);
+	ck_assert(!poll);
+	ck_assert_int_eq(psc_wait_policy("auto", 0, 0, &poll), 0);
+	ck_assert(!poll);
+	ck_assert_int_eq(psc_wait_policy("poll", 64, 2, &poll), 0);
+	ck_assert(poll);
+	ck_assert_int_eq(psc_wait_policy("fd", 1, 64, &poll), 0);
+	ck_assert(!poll);
+	ck_assert_int_eq(psc_wait_policy("spin", 1, 64, &poll), -EINVAL);
+	ck_assert_int_eq(psc_wait_policy("", 1, 64, &poll), -EINVAL);
+	setenv("PS_COMM_WAIT", "sometimes", 1);
+	ck_assert_int_eq(ps_comm_van_create(&v), PS_COMM_ERR_CONFIG);
+	ck_assert_ptr_null(v);
+	unsetenv("PS_COMM_WAIT");
 }
 END_TEST
 
@@ -826,6 +858,7 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_stop_start);
 	tcase_add_test(tc, test_bad_frames);
 	tcase_add_test(tc, test_connect_unreachable);
+	tcase_add_test(tc, test_wait_policy);
 	tcase_add_test(tc, test_wrong_key);
 	tcase_add_test(tc, test_reused_id);
 	suite_add_tcase(s, tc);
