@@ -387,11 +387,10 @@ static int open_cq(struct psc_fab *ep, bool poll_wait)
 	if (rc)
 		return rc;
 	ep->wait_mode = PSC_WAIT_POLL;
-	if (attr.wait_obj == FI_WAIT_SET &&
-	    fi_control(&ep->wait_set->fid, FI_GETWAIT, &ep->wait_fd) == 0)
-		ep->wait_mode = PSC_WAIT_FD;
-	else if (attr.wait_obj == FI_WAIT_FD &&
-		 fi_control(&ep->cq->fid, FI_GETWAIT, &ep->wait_fd) == 0)
+	if ((attr.wait_obj == FI_WAIT_SET || attr.wait_obj == FI_WAIT_FD) &&
+	    fi_control(attr.wait_obj == FI_WAIT_SET ? &ep->wait_set->fid
+						    : &ep->cq->fid,
+		       FI_GETWAIT, &ep->wait_fd) == 0)
 		ep->wait_mode = PSC_WAIT_FD;
 	else if (attr.wait_obj == FI_WAIT_UNSPEC)
 		ep->wait_mode = PSC_WAIT_SREAD;

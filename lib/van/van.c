@@ -282,7 +282,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
 	struct psc_ep_config cfg = {&v->comm.params, NULL, -1, PSC_ROLE_ANY,
-				     false, v->poll_wait};
+				     false, false};
 	struct psc_van_served what;
 	struct psc_iface iface;
 	struct psc_ep *ep;
@@ -294,6 +294,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		return PS_COMM_ERR_ARG;
 	if (host_iface(v, host, &iface))
 		cfg.iface = &iface;
+	cfg.poll_wait = v->poll_wait;
 	rc = psc_ep_acquire_exclusive(&ep, &cfg, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
@@ -342,9 +343,9 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	if (psc_ep_caps(v->comm.ch.ep)->chunks_wait)
 		psc_log(PSC_LOG_WARN, -1, "van: provider %s stops a connection "
 			"behind a message that arrives before its receive; "
-			"ps-lite ran slower over it than over tcp;ofi_rxm and "
-			"once failed to start (doc/pslite.md): FI_PROVIDER=tcp "
-			"is the tested choice", v->comm.provider);
+			"ps-lite's large transfers ran slower over it than over "
+			"tcp;ofi_rxm (doc/pslite.md): FI_PROVIDER=tcp is the "
+			"tested choice", v->comm.provider);
 	return 0;
 }
 
