@@ -356,8 +356,8 @@ static void close_wait_set(struct psc_fab *ep)
 
 /*
  * Open the CQ with the best wait object that works for this provider, or
- * none when waits poll (a wait object costs the provider a signal per
- * completion: on tcp and net a write and a read).
+ * none when waits poll (with one, tcp's and net's progress passes also
+ * poll its epoll sets: several more system calls per message).
  */
 static int open_cq(struct psc_fab *ep, bool poll_wait)
 {
