@@ -343,9 +343,9 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	if (psc_ep_caps(v->comm.ch.ep)->chunks_wait)
 		psc_log(PSC_LOG_WARN, -1, "van: provider %s stops a connection "
 			"behind a message that arrives before its receive; "
-			"ps-lite's large transfers ran slower over it than over "
-			"tcp;ofi_rxm (doc/pslite.md): FI_PROVIDER=tcp is the "
-			"tested choice", v->comm.provider);
+			"ps-lite's large transfers ran slower over it than "
+			"over tcp;ofi_rxm (doc/pslite.md): FI_PROVIDER=tcp is "
+			"the tested choice", v->comm.provider);
 	return 0;
 }
 
