@@ -99,9 +99,11 @@ int psc_comm_set_nodes(struct ps_comm *c, const int *raw);
  * instead of blocking on the provider's wait object. "auto" polls only
  * when every rank of the job can have a core of this host's (ranks <=
  * cpus), so a caller that counts no ranks (0) gets the wait object.
- * Returns 0, or -EINVAL for a value other than fd, poll and auto.
+ * Returns 0, or -EINVAL with words in err for a value other than fd,
+ * poll and auto.
  */
-int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll);
+int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll,
+		    char *err, size_t len);
 
 /*
  * A communicator over the ranks of parent listed in ranks (n of them, in

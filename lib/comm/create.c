@@ -73,16 +73,20 @@ static int usable_cpus(void)
 							    : 0;
 }
 
-int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll)
+int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll,
+		    char *err, size_t len)
 {
-	if (strcmp(mode, "fd") == 0)
+	if (strcmp(mode, "fd") == 0) {
 		*poll = false;
-	else if (strcmp(mode, "poll") == 0)
+	} else if (strcmp(mode, "poll") == 0) {
 		*poll = true;
-	else if (strcmp(mode, "auto") == 0)
+	} else if (strcmp(mode, "auto") == 0) {
 		*poll = cpus > 0 && ranks > 0 && ranks <= cpus;
-	else
+	} else {
+		snprintf(err, len, "PS_COMM_WAIT: '%s' is not fd, poll or "
+			 "auto", mode);
 		return -EINVAL;
+	}
 	return 0;
 }
 
@@ -93,11 +97,12 @@ int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll)
  */
 static int wait_policy(struct ps_comm *c, bool *poll)
 {
-	if (psc_wait_policy(c->params.wait, c->ch.size, usable_cpus(),
-			    poll) == 0)
+	char err[128];
+
+	if (psc_wait_policy(c->params.wait, c->ch.size, usable_cpus(), poll,
+			    err, sizeof(err)) == 0)
 		return 0;
-	psc_comm_set_error(c, "PS_COMM_WAIT: '%s' is not fd, poll or auto",
-			   c->params.wait);
+	psc_comm_set_error(c, "%s", err);
 	return PS_COMM_ERR_CONFIG;
 }
 

@@ -198,20 +198,6 @@ static void drop_psm_handlers(void)
 	}
 }
 
-/*
- * PS_COMM_WAIT for the van's endpoint: its receiving thread idles beside
- * ps-lite's own threads, so auto blocks on the wait object; poll only
- * when asked.
- */
-static int van_wait_policy(struct ps_comm_van *v, char *err, size_t len)
-{
-	if (psc_wait_policy(v->comm.params.wait, 0, 0, &v->poll_wait) == 0)
-		return 0;
-	snprintf(err, len, "PS_COMM_WAIT: '%s' is not fd, poll or auto",
-		 v->comm.params.wait);
-	return -EINVAL;
-}
-
 int ps_comm_van_create(ps_comm_van_t *out)
 {
 	struct ps_comm_van *v;
@@ -228,7 +214,12 @@ int ps_comm_van_create(ps_comm_van_t *out)
 	if (psc_params_load(&v->comm.params, err, sizeof(err)) != 0 ||
 	    psc_auth_key_load(&v->key, v->comm.params.job_key, err,
 			      sizeof(err)) != 0 ||
-	    van_wait_policy(v, err, sizeof(err)) != 0) {
+	    /*
+	     * PS_COMM_WAIT: the receiving thread idles beside ps-lite's own
+	     * threads, so counting no ranks, auto keeps the wait object.
+	     */
+	    psc_wait_policy(v->comm.params.wait, 0, 0, &v->poll_wait, err,
+			    sizeof(err)) != 0) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		free(v);
 		return PS_COMM_ERR_CONFIG;

@@ -596,21 +596,31 @@ START_TEST(test_wait_policy)
 {
 	ps_comm_van_t v;
 	bool poll = true;
+	char err[128];
 
-	ck_assert_int_eq(psc_wait_policy("auto", 2, 2, &poll), 0);
+	ck_assert_int_eq(psc_wait_policy("auto", 2, 2, &poll, err,
+					 sizeof(err)), 0);
 	ck_assert(poll);
-	ck_assert_int_eq(psc_wait_policy("auto", 3, 2, &poll), 0);
+	ck_assert_int_eq(psc_wait_policy("auto", 3, 2, &poll, err,
+					 sizeof(err)), 0);
 	ck_assert(!poll);
-	ck_assert_int_eq(psc_wait_policy("auto", 2, 0, &poll), 0);
+	ck_assert_int_eq(psc_wait_policy("auto", 2, 0, &poll, err,
+					 sizeof(err)), 0);
 	ck_assert(!poll);
-	ck_assert_int_eq(psc_wait_policy("auto", 0, 0, &poll), 0);
+	ck_assert_int_eq(psc_wait_policy("auto", 0, 0, &poll, err,
+					 sizeof(err)), 0);
 	ck_assert(!poll);
-	ck_assert_int_eq(psc_wait_policy("poll", 64, 2, &poll), 0);
+	ck_assert_int_eq(psc_wait_policy("poll", 64, 2, &poll, err,
+					 sizeof(err)), 0);
 	ck_assert(poll);
-	ck_assert_int_eq(psc_wait_policy("fd", 1, 64, &poll), 0);
+	ck_assert_int_eq(psc_wait_policy("fd", 1, 64, &poll, err,
+					 sizeof(err)), 0);
 	ck_assert(!poll);
-	ck_assert_int_eq(psc_wait_policy("spin", 1, 64, &poll), -EINVAL);
-	ck_assert_int_eq(psc_wait_policy("", 1, 64, &poll), -EINVAL);
+	ck_assert_int_eq(psc_wait_policy("spin", 1, 64, &poll, err,
+					 sizeof(err)), -EINVAL);
+	ck_assert_int_eq(psc_wait_policy("", 1, 64, &poll, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_str_eq(err, "PS_COMM_WAIT: '' is not fd, poll or auto");
 	setenv("PS_COMM_WAIT", "sometimes", 1);
 	ck_assert_int_eq(ps_comm_van_create(&v), PS_COMM_ERR_CONFIG);
 	ck_assert_ptr_null(v);
