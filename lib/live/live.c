@@ -63,6 +63,8 @@ struct peer {
 	char *dead;	      /* words of its death */
 	char *suspect;	      /* seen dead here, reported to rank 0 */
 	double suspect_at;
+	double left_at;	      /* when it left (P_LEFT) */
+	bool left_failed;     /* what still waits for it was failed */
 };
 
 struct link {
@@ -468,6 +470,7 @@ static void left(struct psc_live *l, int r)
 		return;
 	psc_log(PSC_LOG_DEBUG, l->cfg.rank, "liveness: rank %d left", r);
 	p->state = P_LEFT;
+	p->left_at = psc_now();
 	if (p->pidfd >= 0) {
 		close(p->pidfd);
 		p->pidfd = -1;
@@ -737,7 +740,37 @@ static void watchdog(struct psc_live *l, double now)
 
 /* ------------------------------------------------------- the thread */
 
-/* Heartbeats, silences, late joiners, the watchdog. Lock held. */
+/*
+ * A rank that left sends nothing more once what it sent before has
+ * landed, which PS_COMM_PEER_TIMEOUT bounds as it bounds a death. After
+ * that, whatever still waits for it (a lost message's receive, a
+ * communicator used past its world's finalize) would wait forever: fail
+ * the communicators that hold it. Lock held.
+ */
+static void left_long_ago(struct psc_live *l, double now)
+{
+	char w[FRAME_MAX];
+
+	for (int r = 0; r < l->cfg.size; r++) {
+		struct peer *p = &l->peers[r];
+
+		if (p->state != P_LEFT || p->left_failed ||
+		    now - p->left_at < l->cfg.timeout)
+			continue;
+		p->left_failed = true;
+		snprintf(w, sizeof(w), "rank %d (host %s, pid %d) finalized "
+			 "%.1f s ago: nothing more can come from it "
+			 "(PS_COMM_PEER_TIMEOUT=%g)", r, p->host, p->pid,
+			 now - p->left_at, l->cfg.timeout);
+		psc_log(PSC_LOG_INFO, l->cfg.rank, "liveness: %s", w);
+		fail_watches(l, r, -ECONNRESET, w);
+	}
+}
+
+/*
+ * Heartbeats, silences, late joiners, ranks that left long ago, the
+ * watchdog. Lock held.
+ */
 static void tick(struct psc_live *l, double now)
 {
 	char why[128];
@@ -770,6 +803,7 @@ static void tick(struct psc_live *l, double now)
 		    now - l->peers[r].suspect_at >=
 			    PSC_MIN(SUSPECT_S, l->cfg.timeout))
 			mark_dead(l, r, l->peers[r].suspect);
+	left_long_ago(l, now);
 	if (l->cfg.rank == 0 && now - l->started > l->cfg.timeout)
 		for (int r = 1; r < l->cfg.size; r++)
 			if (l->peers[r].state == P_PENDING)

@@ -7,7 +7,9 @@
  * dead peer, and rank 0 relays each death to the others. Peers in the
  * same kernel are also watched through pidfds, so their death is known
  * at once. A death fails every watched communicator that contains the
- * rank (psc_ep_fail_owner), which ends its waits and posts.
+ * rank (psc_ep_fail_owner), which ends its waits and posts. A rank that
+ * finalized is no death, but PS_COMM_PEER_TIMEOUT after its goodbye the
+ * communicators that contain it fail too: nothing more can come from it.
  *
  * The same thread is the watchdog: a thread that stays inside one
  * libfabric call for PS_COMM_PEER_TIMEOUT (1 s once a node-local peer is

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Failure semantics (tests/mp/live_suite.c): ps_comm_abort reaching every
 # rank, and a dead rank failing exactly the communicators that hold it,
-# on every provider present (sockets and udp: the abort only); and a
+# on every provider present (sockets and udp: the abort only); a wait
+# for a rank that finalized ending as a dead peer's would; and a
 # killed rank's shm region not blocking the next process with its pid.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/mp/live_suite"
@@ -69,6 +70,9 @@ for prov in $providers; do
 	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "ps_comm_abort reaches every rank" 4 "$prov" 60 \
 		"$SUITE" --abort
+	PS_COMM_PEER_TIMEOUT=5 \
+		run_ranks "a wait for a rank that finalized ends" 4 "$prov" 60 \
+		"$SUITE" --left
 	case $prov in tcp|net|shm) ;; *) continue ;; esac
 	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "a dead rank fails the communicators that hold it" 4 \

@@ -10,6 +10,11 @@
  *            does not poison the endpoint (tcp), {0, 1} keeps working
  *            and its allreduce is checked bit for bit, and on shm it
  *            fails too.
+ *   --left   every rank finalizes the world while rank 2 still waits for a
+ *            message from rank 3 on a communicator split from it, which
+ *            never comes; the others exit. Rank 2's wait must end with
+ *            PS_COMM_ERR_PEER saying a rank finalized, within
+ *            PS_COMM_PEER_TIMEOUT of the goodbyes (not hang).
  * Every wait is bounded by the launcher's timeout only: a hang fails.
  */
 #include <stdlib.h>
@@ -129,13 +134,44 @@ static void test_split(void)
 	ps_comm_finalize(sub);
 }
 
+/* Finalizes the world itself. */
+static void test_left(void)
+{
+	const char *peer_timeout = getenv("PS_COMM_PEER_TIMEOUT");
+	ps_comm_request_t req = NULL;
+	ps_comm_t sub;
+	char buf[8];
+	double t, limit;
+	int rc;
+
+	CHECK_RC("left", ps_comm_split(comm, 0, rank, &sub));
+	if (rank == 2)
+		CHECK_RC("left", ps_comm_irecv(sub, buf, sizeof(buf), 3, 7,
+					       &req));
+	CHECK_RC("left", ps_comm_finalize(comm));
+	if (rank != 2)
+		_exit(failures ? 1 : 0); /* the sub-communicator with it */
+	t = now();
+	rc = ps_comm_wait(&req, NULL);
+	expect(sub, "left: a receive from a rank that finalized", rc,
+	       PS_COMM_ERR_PEER, "finalized");
+	rc = ps_comm_send(sub, buf, 1, 0, 1);
+	expect(sub, "left: a later send", rc, PS_COMM_ERR_PEER, "finalized");
+	limit = (peer_timeout ? atof(peer_timeout) : 30) + 5;
+	if (now() - t > limit)
+		fail("left", "the wait ended after %.1f s", now() - t);
+	ps_comm_finalize(sub);
+}
+
 int main(int argc, char **argv)
 {
 	double t;
 	int rc;
 
-	if (argc != 2 || (strcmp(argv[1], "--abort") && strcmp(argv[1], "--split"))) {
-		fprintf(stderr, "usage: live_suite --abort|--split\n");
+	if (argc != 2 || (strcmp(argv[1], "--abort") &&
+			  strcmp(argv[1], "--split") &&
+			  strcmp(argv[1], "--left"))) {
+		fprintf(stderr, "usage: live_suite --abort|--split|--left\n");
 		return 2;
 	}
 	rc = ps_comm_init(&comm, NULL);
@@ -150,10 +186,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "not ok - live_suite needs 4 ranks\n");
 		return 1;
 	}
-	if (strcmp(argv[1], "--abort") == 0)
+	if (strcmp(argv[1], "--abort") == 0) {
 		test_abort();
-	else
+	} else if (strcmp(argv[1], "--left") == 0) {
+		test_left();
+		return failures ? 1 : 0;
+	} else {
 		test_split();
+	}
 	t = now();
 	ps_comm_finalize(comm);
 	if (now() - t > 5)
