@@ -128,7 +128,10 @@ PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
  * van never served, frames naming a node id from an older connection
  * than the one that id last sent from, and messages whose pieces fail or
  * stall past PS_COMM_OP_TIMEOUT are logged and dropped. Fails with
- * PS_COMM_ERR_ARG on a van that is not bound.
+ * PS_COMM_ERR_ARG on a van that is not bound, and with
+ * PS_COMM_ERR_PROVIDER, from then on, once the provider reported a
+ * completion for an operation it no longer held (logged as an error):
+ * its data may have gone to the wrong buffer.
  */
 PS_COMM_API int ps_comm_van_recv(ps_comm_van_t van, ps_comm_van_msg_t *msg);
 

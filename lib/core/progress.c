@@ -246,6 +246,31 @@ void psc_req_dispatch(struct ps_comm_request *r,
 	psc_req_complete(r, rc);
 }
 
+/*
+ * Whether the provider just completed r although r is not in its hands
+ * (queued, or done already: a second completion for one operation, which
+ * net in libfabric 1.17 was seen to report for a run of receives whose
+ * messages had arrived first). Whatever it wrote may belong to another
+ * operation and another will never complete, so r's owner fails, with
+ * words that say so, rather than take data that may be wrong or wait
+ * for ever. Lock held.
+ */
+static bool stray(struct psc_ep *ep, struct ps_comm_request *r)
+{
+	char w[256];
+
+	if (r->state == PSC_REQ_POSTED)
+		return false;
+	snprintf(w, sizeof(w), "provider %s reported a completion for an "
+		 "operation it no longer held (a %s of %zu bytes): its data "
+		 "may have gone to the wrong buffer", psc_ep_provider(ep),
+		 r->kind == PSC_REQ_SEND ? "send" : "receive", r->len);
+	psc_log(PSC_LOG_ERROR, ep->fab.rank, "%s", w);
+	if (r->owner)
+		psc_ep_fail_owner(ep, r->owner, -ENODATA, w);
+	return true;
+}
+
 static void handle_completion(struct psc_ep *ep,
 			      const struct fi_cq_tagged_entry *ev)
 {
@@ -254,6 +279,8 @@ static void handle_completion(struct psc_ep *ep,
 	if (!ev->op_context)
 		return;
 	r = req_of(ev->op_context);
+	if (stray(ep, r))
+		return;
 	ep->posted[dir_of(r)]--;
 	/* Copy a small receive out of its slot before anyone reads it. */
 	psc_mr_req_done(ep, r, ev->len);
@@ -315,6 +342,8 @@ static void handle_cq_error(struct psc_ep *ep)
 	if (n < 0 || !e.op_context)
 		return;
 	r = req_of(e.op_context);
+	if (stray(ep, r))
+		return;
 	ep->posted[dir_of(r)]--;
 	err = abs(e.err); /* shm reports a negative value */
 	/* A truncated receive filled its buffer; nothing else arrived. */

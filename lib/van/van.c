@@ -238,6 +238,11 @@ const char *ps_comm_van_provider(ps_comm_van_t v)
 	return v ? v->comm.provider : "";
 }
 
+struct psc_ep *psc_van_ep(ps_comm_van_t v)
+{
+	return v->comm.ch.ep;
+}
+
 int ps_comm_van_set_id(ps_comm_van_t v, int node_id)
 {
 	if (!v || node_id < PS_COMM_VAN_NO_ID)
@@ -1116,6 +1121,10 @@ static int recv_loop(struct ps_comm_van *v, ps_comm_van_msg_t *msg)
 			msg->sender = id;
 			return PS_COMM_ERR_PEER;
 		}
+		/* The provider broke its contract (progress.c, stray): no
+		 * message can be trusted or will finish any more. */
+		if (psc_ep_owner_failed(v->comm.ch.ep, &v->comm.ch, NULL, 0))
+			return PS_COMM_ERR_PROVIDER;
 		if (!v->frame_req) {
 			rc = post_frame_recv(v);
 			if (rc)

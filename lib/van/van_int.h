@@ -164,4 +164,7 @@ int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
 			 const char *provider, uint32_t *slot, uint8_t *name,
 			 size_t *namelen, char *err, size_t errlen);
 
+/* The endpoint a bound van runs on (NULL before bind), for tests. */
+struct psc_ep *psc_van_ep(ps_comm_van_t v);
+
 #endif /* PSC_VAN_INT_H */

@@ -73,9 +73,9 @@ for prov in tcp net shm; do
 	rm -f "$out"
 	# Frames and segments split into 4 KiB pieces by pscomm's p2p layer.
 	# Open defect: on net under AddressSanitizer, test_segment_sizes (a
-	# 64 MiB segment in 16,384 eager chunks) dies with SIGSEGV and no
-	# report (every run; never without ASan), so that run is skipped
-	# there and said so (doc/pslite.md, "Known problems").
+	# 64 MiB segment in 16,384 eager chunks) dies with SIGSEGV inside
+	# net's progress (every run; never without ASan), so that run is
+	# skipped there and said so (doc/pslite.md, "Known problems").
 	if [ "$prov" = net ] && [ -n "${ASAN_OPTIONS:-}" ]; then
 		skip "check_van on net, max_msg_size 4 KiB: crashes under ASan (open defect)"
 	elif PS_COMM_MAX_MSG_SIZE=4096 FI_PROVIDER=$prov timeout 600 "$SUITE" \
