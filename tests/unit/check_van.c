@@ -74,6 +74,19 @@ static void expect(struct node *at, int sender, const char *meta,
 	ck_assert(memcmp(m->meta, meta, m->meta_len) == 0);
 }
 
+/* Connect node from_id to to_id and pass one message, meta "meta". */
+static void say_hello(struct node *from, int from_id, struct node *to,
+		      int to_id, const char *meta)
+{
+	ps_comm_van_msg_t m;
+
+	ck_assert_int_eq(ps_comm_van_connect(from->van, to_id, HOST, to->port),
+			 0);
+	send_text(from, to_id, meta, NULL, 0);
+	expect(to, from_id, meta, &m);
+	ps_comm_van_msg_release(&m);
+}
+
 /* ------------------------------------------------------------ frame */
 
 START_TEST(test_frame_roundtrip)
@@ -415,10 +428,7 @@ START_TEST(test_completion_twice)
 	ck_assert(data);
 	node_up(&a, 9);
 	node_up(&b, 8);
-	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
-	send_text(&a, 8, "first", NULL, 0);
-	expect(&b, 9, "first", &m);
-	ps_comm_van_msg_release(&m);
+	say_hello(&a, 9, &b, 8, "first");
 	cq = psc_van_ep(b.van)->fab.cq;
 	orig = cq->ops;
 	twice_ops = *orig;
@@ -734,10 +744,7 @@ START_TEST(test_reused_id)
 	node_up(&a, 8);
 	node_up(&old9, 9);
 	node_up(&new9, 9);
-	ck_assert_int_eq(ps_comm_van_connect(old9.van, 8, HOST, a.port), 0);
-	send_text(&old9, 8, "old", NULL, 0);
-	expect(&a, 9, "old", &m);
-	ps_comm_van_msg_release(&m);
+	say_hello(&old9, 9, &a, 8, "old");
 	/* Another node takes id 9 over: it fetched a's address later. */
 	ck_assert_int_eq(ps_comm_van_connect(new9.van, 8, HOST, a.port), 0);
 	send_text(&new9, 8, "new", NULL, 0);
