@@ -384,9 +384,10 @@ END_TEST
 /*
  * A CQ read that hands out one segment receive's completion twice in a
  * row, as net in libfabric 1.17 was seen to do (doc/fabrics.md): armed,
- * the next read that returns the receive of a segment or of one of its
- * chunks returns a copy of it right behind it. The van frees neither
- * before its receiving thread takes the message, after this read.
+ * the next read that returns the receive of a segment (at least
+ * TWICE_MIN bytes, so not a frame) or of one of its chunks returns a
+ * copy of it right behind it. The van frees neither before its
+ * receiving thread takes the message, after this read.
  */
 #define TWICE_MIN ((size_t)64 << 10)
 static ssize_t (*real_read)(struct fid_cq *, void *, size_t);
@@ -396,7 +397,9 @@ static int twice_armed;
 static ssize_t read_twice(struct fid_cq *cq, void *buf, size_t count)
 {
 	struct fi_cq_tagged_entry *ev = buf;
-	ssize_t n = real_read(cq, buf, count);
+	/* Armed, leave room for the copy. */
+	ssize_t n = real_read(cq, buf, twice_armed && count > 1 ? count - 1
+							     : count);
 
 	for (ssize_t i = 0; twice_armed && i < n && (size_t)n < count; i++) {
 		const struct ps_comm_request *r =
@@ -405,7 +408,8 @@ static ssize_t read_twice(struct fid_cq *cq, void *buf, size_t count)
 						   struct ps_comm_request, fctx)
 				: NULL;
 
-		if (!r || r->kind != PSC_REQ_RECV || r->len < TWICE_MIN ||
+		if (!r || r->kind != PSC_REQ_RECV ||
+		    (!r->parent && r->len < TWICE_MIN) ||
 		    (r->parent ? r->parent : r)->abandoned)
 			continue;
 		memmove(&ev[i + 1], &ev[i], (size_t)(n - i) * sizeof(*ev));
