@@ -1121,10 +1121,12 @@ static int recv_loop(struct ps_comm_van *v, ps_comm_van_msg_t *msg)
 			msg->sender = id;
 			return PS_COMM_ERR_PEER;
 		}
-		/* The provider broke its contract (progress.c, stray): no
+		/* The van's channel failed as a whole (today only when the
+		 * provider broke its contract, progress.c's stray): no
 		 * message can be trusted or will finish any more. */
-		if (psc_ep_owner_failed(v->comm.ch.ep, &v->comm.ch, NULL, 0))
-			return PS_COMM_ERR_PROVIDER;
+		rc = psc_ep_owner_failed(v->comm.ch.ep, &v->comm.ch, NULL, 0);
+		if (rc)
+			return psc_err_from_fi(rc);
 		if (!v->frame_req) {
 			rc = post_frame_recv(v);
 			if (rc)
