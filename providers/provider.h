@@ -94,28 +94,7 @@ struct psc_caps {
 				 * (net: its trywait does nothing): the CQ
 				 * gets a wait set of pscomm's, tried with
 				 * fi_wait(set, 0), which clears it */
-	size_t chunk_min;	/* nonzero: a large message's chunks grow
-				 * with it, from this size up to
-				 * max_msg_size (psc_chunk_size); 0: every
-				 * chunk is max_msg_size */
 };
-
-/*
- * The chunk size for a large message of len bytes: max_msg_size, or
- * with chunk_min set, len / PSC_CHUNKS_PER_MSG kept within chunk_min ..
- * max_msg_size (chunk_min counts only up to max_msg_size).
- */
-#define PSC_CHUNKS_PER_MSG 8
-static inline size_t psc_chunk_size(const struct psc_caps *c, size_t len)
-{
-	size_t lo = c->chunk_min < c->max_msg_size ? c->chunk_min
-						    : c->max_msg_size;
-	size_t want = len / PSC_CHUNKS_PER_MSG;
-
-	if (!c->chunk_min)
-		return c->max_msg_size;
-	return want < lo ? lo : want > c->max_msg_size ? c->max_msg_size : want;
-}
 
 /*
  * A profile. Every member may be NULL; registry lookups return a table

@@ -14,8 +14,7 @@
  */
 #include "provider.h"
 
-#define TCP_CHUNK_MIN ((size_t)128 << 10)
-#define TCP_CHUNK_MAX ((size_t)1 << 20)
+#define TCP_CHUNK ((size_t)512 << 10)
 
 static const struct psc_tunable tcp_tunables[] = {
 	{"FI_TCP_IFACE", "interface the tcp provider uses (default: all); "
@@ -38,19 +37,16 @@ static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->link = PSC_LINK_IP;
 	c->same_eager_limit = true;
 	/*
-	 * Chunks that grow with the message, from 128 KiB to 1 MiB (an
-	 * eighth of it). rxm reports a max_msg_size far above any message,
-	 * so a large message went as one chunk through rxm's rendezvous;
-	 * smaller chunks overlap. Pingpong, medians of 5 alternating rounds
-	 * of the two builds: 1 MiB 339 -> 200 us in 128 KiB chunks. Sweeps
-	 * of one build (3 rounds): at 1 MiB, 128 KiB chunks 180-207 us,
-	 * 256 KiB 242-265, 64 KiB 300-307, one chunk 337-403; at 4 MiB,
-	 * 1 MiB chunks 642-723 us, 128 KiB 1005-1082, one chunk 948-1110;
-	 * at 64 MiB, 1 MiB chunks 13.8-14.9 ms, 128 KiB 19.4-22.2, one chunk
-	 * 24.1-25.1 (bench/results/2026-12-02-chunks).
+	 * Large messages go in chunks of 512 KiB, each its own rxm
+	 * rendezvous. Fewer chunks pay fewer protocol rounds; a chunk
+	 * under way overlaps the next one's. Pingpong sweeps, 5 alternating
+	 * rounds of medians (bench/results/2026-12-03-tcp-chunks): at 1 MiB,
+	 * 512 KiB chunks 165 us against 287 for eighths of 128 KiB and
+	 * 500-600 for one message (rxm's single 1 MiB read stalls under the
+	 * kernel's BBR congestion control; with cubic it took 168); at 8 and
+	 * 64 MiB 512 KiB chunks beat 1 MiB ones too.
 	 */
-	psc_caps_chunk_max(c, TCP_CHUNK_MAX);
-	c->chunk_min = TCP_CHUNK_MIN;
+	psc_caps_chunk_max(c, TCP_CHUNK);
 }
 
 const struct psc_provider_ops psc_tcp_ops = {

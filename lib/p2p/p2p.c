@@ -4,8 +4,8 @@
  *
  * A large message is a 24-byte header (magic, flags, total length,
  * stream id, chunk size) sent with the user's tag and the "large" bit,
- * followed by chunks of the announced size (the last one shorter, all
- * at most max_msg_size; psc_chunk_size picks it) sent on the
+ * followed by chunks of the announced size (max_msg_size, which the
+ * provider profile may cap; the last one shorter) sent on the
  * continuation protocol with a tag made of the sender's rank and the
  * stream id. The receiver's first receive matches header or small
  * message alike; on a header it posts one receive per chunk with the
@@ -131,7 +131,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	psc_be_put(p->scratch + 8, len, 8);
 	psc_be_put(p->scratch + 16, seq, 4);
 	psc_be_put(p->scratch + 20,
-		   PSC_MIN(psc_chunk_size(psc_ep_caps(p->ep), len),
+		   PSC_MIN(psc_ep_caps(p->ep)->max_msg_size,
 			   (size_t)UINT32_MAX),
 		   4);
 	/* One registration for all chunks; without it each finds its own. */

@@ -307,10 +307,8 @@ START_TEST(test_udp_caps)
 END_TEST
 
 /*
- * Chunk sizes: tcp;ofi_rxm's grow with the message (an eighth of it,
- * 128 KiB to 1 MiB), net's stay at 256 KiB, and a lower max_msg_size
- * (PS_COMM_MAX_MSG_SIZE) bounds both; without chunk_min every chunk is
- * max_msg_size.
+ * Chunk sizes: tcp;ofi_rxm's are 512 KiB and net's 256 KiB at any message
+ * size; a provider without a cap sends its own max_msg_size.
  */
 START_TEST(test_chunk_sizes)
 {
@@ -319,20 +317,11 @@ START_TEST(test_chunk_sizes)
 
 	i->ep_attr->max_msg_size = (size_t)1 << 40;
 	derive("tcp;ofi_rxm", i, &c);
-	ck_assert_uint_eq(psc_chunk_size(&c, 300000), 128 << 10);
-	ck_assert_uint_eq(psc_chunk_size(&c, 1 << 20), 128 << 10);
-	ck_assert_uint_eq(psc_chunk_size(&c, 4 << 20), 512 << 10);
-	ck_assert_uint_eq(psc_chunk_size(&c, 5000000), 625000);
-	ck_assert_uint_eq(psc_chunk_size(&c, 64 << 20), 1 << 20);
-	c.max_msg_size = 4096;
-	ck_assert_uint_eq(psc_chunk_size(&c, 64 << 20), 4096);
-	ck_assert_uint_eq(psc_chunk_size(&c, 10000), 4096);
+	ck_assert_uint_eq(c.max_msg_size, 512 << 10);
 	derive("net", i, &c);
-	ck_assert_uint_eq(psc_chunk_size(&c, 1 << 20), 256 << 10);
-	ck_assert_uint_eq(psc_chunk_size(&c, 64 << 20), 256 << 10);
+	ck_assert_uint_eq(c.max_msg_size, 256 << 10);
 	derive("sockets", i, &c);
-	ck_assert_uint_eq(c.chunk_min, 0);
-	ck_assert_uint_eq(psc_chunk_size(&c, 64 << 20), (size_t)1 << 40);
+	ck_assert_uint_eq(c.max_msg_size, (size_t)1 << 40);
 	fi_freeinfo(i);
 }
 END_TEST
@@ -348,8 +337,8 @@ START_TEST(test_tcp_shm_sockets_caps)
 	ck_assert(c.ip_addressed);
 	ck_assert(!c.wait_sread);
 	ck_assert(!c.len_in_cq_data);
-	/* rxm's limit is far above any message: chunks of at most 1 MiB. */
-	ck_assert_uint_eq(c.max_msg_size, (size_t)1 << 20);
+	/* rxm's limit is far above any message: chunks of 512 KiB. */
+	ck_assert_uint_eq(c.max_msg_size, 512 << 10);
 	i->ep_attr->max_msg_size = 4096;
 	derive("tcp;ofi_rxm", i, &c);
 	ck_assert_uint_eq(c.max_msg_size, 4096);

@@ -509,8 +509,7 @@ START_TEST(test_net_preferred)
 			 "tcp;ofi_rxm");
 	ck_assert(!sel.caps.chunks_wait);
 	ck_assert(!sel.caps.wait_set);
-	ck_assert_uint_eq(sel.caps.max_msg_size, 1 << 20);
-	ck_assert_uint_eq(sel.caps.chunk_min, 128 << 10);
+	ck_assert_uint_eq(sel.caps.max_msg_size, 512 << 10);
 	fi_freeinfo(list);
 }
 END_TEST
