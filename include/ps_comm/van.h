@@ -98,8 +98,10 @@ PS_COMM_API int ps_comm_van_connect(ps_comm_van_t van, int node_id,
  * NULL when they outlive the van). Unless the call fails with
  * PS_COMM_ERR_ARG, done runs exactly once, also when the send fails.
  * Pieces of concurrent sends to one node never interleave. Errors:
- * PS_COMM_ERR_PEER for a node id never connected, and for a node that
- * failed (see ps_comm_van_recv) until it is connected again.
+ * PS_COMM_ERR_PEER for a node id never connected, for a node that
+ * failed (see ps_comm_van_recv) or whose connection the provider
+ * refuses, and for a node that stopped (its goodbye came), until it is
+ * connected again.
  */
 PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
 				 const void *meta, size_t meta_len,
@@ -132,6 +134,12 @@ PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
  * PS_COMM_ERR_PROVIDER, from then on, once the provider reported a
  * completion for an operation it no longer held (logged as an error):
  * its data may have gone to the wrong buffer.
+ *
+ * A node that stops cleanly (ps_comm_van_stop) says goodbye first to
+ * every node that sent to it. Its silence is then no failure: it is
+ * not probed until it is connected again, and nothing is reported, so a
+ * caller that still expects a message from it must not wait for one
+ * (ps-lite's Finalize barrier makes sure nobody does).
  */
 PS_COMM_API int ps_comm_van_recv(ps_comm_van_t van, ps_comm_van_msg_t *msg);
 
@@ -142,8 +150,9 @@ PS_COMM_API void ps_comm_van_free(void *ptr);
 PS_COMM_API void ps_comm_van_msg_release(ps_comm_van_msg_t *msg);
 
 /*
- * Stop serving the address, finish (or after PS_COMM_OP_TIMEOUT, at most
- * 10 s, cancel) outstanding sends, forget every peer and close the
+ * Say goodbye to every node that sent to this van, finish (or after
+ * PS_COMM_OP_TIMEOUT, at most 10 s, cancel) outstanding sends and the
+ * goodbyes, stop serving the address, forget every peer and close the
  * endpoint. Sends to nodes that failed are not waited for, and nodes
  * that hold unfinished sends are probed each second, so stop takes
  * about a second for a node that died unnoticed. A thread inside

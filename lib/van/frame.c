@@ -73,6 +73,11 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 	}
 }
 
+void psc_van_frame_set_bye(uint8_t *buf)
+{
+	buf[5] |= PSC_VAN_F_BYE;
+}
+
 int psc_van_frame_decode(const uint8_t *buf, size_t len,
 			 struct psc_van_frame *f, char *err, size_t errlen)
 {
@@ -94,10 +99,14 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 	sender = (uint32_t)psc_be_get(buf + 8, 4);
 	f->meta_len = (uint32_t)psc_be_get(buf + 12, 4);
 	f->nseg = (uint32_t)psc_be_get(buf + 16, 4);
-	if ((f->flags & ~PSC_VAN_F_META_INLINE) || psc_be_get(buf + 6, 2) ||
-	    psc_be_get(buf + 20, 4)) {
+	if ((f->flags & ~(PSC_VAN_F_META_INLINE | PSC_VAN_F_BYE)) ||
+	    psc_be_get(buf + 6, 2) || psc_be_get(buf + 20, 4)) {
 		snprintf(err, errlen, "unknown flags or nonzero reserved "
 			 "fields");
+		return -EPROTO;
+	}
+	if ((f->flags & PSC_VAN_F_BYE) && (f->meta_len || f->nseg)) {
+		snprintf(err, errlen, "a goodbye frame that carries a message");
 		return -EPROTO;
 	}
 	if (sender != PSC_VAN_WIRE_NO_ID && sender > INT32_MAX) {

@@ -56,6 +56,8 @@ struct van_peer {
 	int failed;
 	char why[200];
 	bool reported;		   /* recv told its caller: receiving thread */
+	bool left;		   /* atomic: it said it stopped (PSC_VAN_F_BYE);
+				      a connect clears it */
 	double last_send;	   /* atomic (relaxed, as bits): last send */
 	double probed;		   /* receiving thread: last probe */
 };
@@ -76,6 +78,7 @@ struct van_batch {
 	ps_comm_van_done_fn done;
 	void *arg;
 	int err;
+	bool bye;		 /* a goodbye: its failure fails no node */
 	bool *in_frame;		 /* per segment: carried by the frame */
 	size_t n;
 	ps_comm_request_t reqs[]; /* then in_frame's nseg bools */
@@ -422,6 +425,12 @@ static void peer_fail(struct ps_comm_van *v, struct van_peer *p, int err,
 			p->id, p->host, p->port, why);
 }
 
+/* Whether node p said goodbye (stopped) since it was last connected. */
+static bool peer_left(const struct van_peer *p)
+{
+	return __atomic_load_n(&p->left, __ATOMIC_ACQUIRE);
+}
+
 static double peer_last_send(const struct van_peer *p)
 {
 	double t;
@@ -482,6 +491,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 		p->self = ownlen == namelen && memcmp(own, name, namelen) == 0;
 		/* A node connected again is given another chance. */
 		__atomic_store_n(&p->failed, 0, __ATOMIC_RELEASE);
+		__atomic_store_n(&p->left, false, __ATOMIC_RELEASE);
 		p->reported = false;
 	}
 	pthread_mutex_unlock(&p->send_lock);
@@ -522,7 +532,7 @@ static void batch_finish(struct ps_comm_van *v, struct van_batch *b,
 			if (rc && !sent)
 				sent = rc;
 		}
-	if (sent && sent != PS_COMM_ERR_CANCELED && b->peer) {
+	if (sent && sent != PS_COMM_ERR_CANCELED && b->peer && !b->bye) {
 		char why[160];
 
 		snprintf(why, sizeof(why), "a send to it failed: %s",
@@ -587,6 +597,11 @@ static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
 
 	if (p->addr == FI_ADDR_NOTAVAIL || peer_failed(p))
 		return PS_COMM_ERR_PEER;
+	if (peer_left(p)) {
+		psc_log(PSC_LOG_WARN, -1, "van: send to node %d, which stopped "
+			"and was not connected again", p->id);
+		return PS_COMM_ERR_PEER;
+	}
 	rc = van_send(v, PSC_PROTO_VAN, b->frame, flen, p->addr,
 			  p->slot, PSC_VAN_TAG_FRAME, &b->reqs[k++]);
 	if (!rc && !inline_meta)
@@ -636,6 +651,45 @@ static struct van_batch *batch_new(struct ps_comm_van *v, const void *meta,
 	return b;
 }
 
+/* Post b's frame and pieces to p (post_pieces), under p's send lock. */
+static int post_batch(struct ps_comm_van *v, struct van_peer *p,
+		      struct van_batch *b, size_t flen, const void *meta,
+		      size_t meta_len, bool inline_meta,
+		      const ps_comm_van_seg_t *segs, size_t nseg)
+{
+	int rc;
+
+	b->peer = p;
+	b->deadline = psc_comm_op_deadline(&v->comm);
+	pthread_mutex_lock(&p->send_lock);
+	rc = post_pieces(v, p, b, flen, meta, meta_len, inline_meta, segs,
+			 nseg);
+	pthread_mutex_unlock(&p->send_lock);
+	/*
+	 * The provider refused the post itself (its connection to the node
+	 * is gone, as the sockets provider tells at once): the node failed.
+	 */
+	if ((rc == PS_COMM_ERR_SYSTEM || rc == PS_COMM_ERR_PROVIDER) &&
+	    !b->bye) {
+		char why[160];
+
+		snprintf(why, sizeof(why), "the provider refused a send to it "
+			 "(%s)", ps_comm_strerror(rc));
+		peer_fail(v, p, PS_COMM_ERR_PEER, why);
+		rc = PS_COMM_ERR_PEER;
+	}
+	return rc;
+}
+
+/* Put b on the pending list, where reap and stop find it. */
+static void queue_batch(struct ps_comm_van *v, struct van_batch *b)
+{
+	pthread_mutex_lock(&v->lock);
+	b->next = v->pending;
+	v->pending = b;
+	pthread_mutex_unlock(&v->lock);
+}
+
 /* Push posted sends along now: the receiving thread may be asleep. */
 static void kick(struct ps_comm_van *v)
 {
@@ -679,19 +733,12 @@ int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
 		double t = psc_now();
 
 		/* Peers live until stop, which no send may overlap. */
-		b->peer = p;
-		b->deadline = psc_comm_op_deadline(&v->comm);
-		pthread_mutex_lock(&p->send_lock);
-		rc = post_pieces(v, p, b, flen, meta, meta_len, inline_meta,
-				 segs, nseg);
-		pthread_mutex_unlock(&p->send_lock);
+		rc = post_batch(v, p, b, flen, meta, meta_len, inline_meta,
+				segs, nseg);
 		__atomic_store(&p->last_send, &t, __ATOMIC_RELAXED);
 	}
 	b->err = rc;
-	pthread_mutex_lock(&v->lock);
-	b->next = v->pending;
-	v->pending = b;
-	pthread_mutex_unlock(&v->lock);
+	queue_batch(v, b);
 	kick(v);
 	reap(v);
 	return rc;
@@ -840,6 +887,28 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 	return rc;
 }
 
+/*
+ * Node id said goodbye: it stopped cleanly, so its silence is no
+ * failure any more and it is not probed again until it is connected
+ * again; sends to it fail at once. Receiving thread.
+ */
+static void mark_left(struct ps_comm_van *v, int id)
+{
+	struct van_peer *p;
+
+	pthread_mutex_lock(&v->lock);
+	p = id == PS_COMM_VAN_NO_ID ? NULL : peer_find(v, id);
+	pthread_mutex_unlock(&v->lock);
+	if (!p) {
+		psc_log(PSC_LOG_DEBUG, -1, "van: goodbye from node %d, which "
+			"this van never connected", id);
+		return;
+	}
+	__atomic_store_n(&p->left, true, __ATOMIC_RELEASE);
+	psc_log(PSC_LOG_INFO, -1, "van: node %d at %s:%d stopped", id,
+		p->host, p->port);
+}
+
 /* Queue a message whose frame (len bytes at fb) came from slot. */
 static void start_message(struct ps_comm_van *v, uint32_t slot,
 			  const uint8_t *fb, size_t len)
@@ -855,6 +924,10 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 	}
 	if (!sender_admit(v, slot, f.sender))
 		return;
+	if (f.flags & PSC_VAN_F_BYE) {
+		mark_left(v, f.sender);
+		return;
+	}
 	in = calloc(1, sizeof(*in) +
 			       (f.nseg + 1) * sizeof(ps_comm_request_t));
 	if (!in) {
@@ -1026,6 +1099,25 @@ static bool nobody_listens(const struct van_peer *p)
 }
 
 /*
+ * Whether p said goodbye, once the frames that have arrived are taken: a
+ * node that stops sends its goodbye before it closes its address server,
+ * but this van may not have read it yet. Not while stopping (the frames
+ * would only be dropped). Receiving thread or stop.
+ */
+static bool bye_arrived(struct ps_comm_van *v, struct van_peer *p)
+{
+	if (peer_left(p))
+		return true;
+	if (stopping(v))
+		return false;
+	psc_ep_try_progress(v->comm.ch.ep);
+	while (v->frame_req && psc_req_done(v->frame_req) &&
+	       v->in_count < PSC_VAN_MAX_INFLIGHT)
+		take_frame(v);
+	return peer_left(p);
+}
+
+/*
  * Fetch p's address again: a node that answers with its endpoint lives;
  * one whose port refuses, or that serves another endpoint, is gone; one
  * that stays silent for PS_COMM_OP_TIMEOUT after this van's last send to
@@ -1051,6 +1143,8 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 			 "address now (the node restarted)");
 		peer_fail(v, p, PS_COMM_ERR_PEER, why);
 	} else if (rc == -EBADE || rc == -EPROTO || nobody_listens(p)) {
+		if (bye_arrived(v, p))
+			return;
 		snprintf(why, sizeof(why), "its address server is gone (%s)",
 			 err);
 		peer_fail(v, p, PS_COMM_ERR_PEER, why);
@@ -1083,7 +1177,7 @@ static void probe_silent(struct ps_comm_van *v, bool pending)
 		double sent = peer_last_send(p);
 		bool want = false;
 
-		if (p->self || p->failed || !p->port ||
+		if (p->self || p->failed || !p->port || peer_left(p) ||
 		    now - p->probed < PROBE_SEC)
 			continue;
 		if (pending) {
@@ -1220,6 +1314,33 @@ static int drain_sends(struct ps_comm_van *v, double drain)
 	return 0;
 }
 
+/*
+ * Send a goodbye frame to every node that sent to this van (only those
+ * probe it), which drain_sends then waits for like any send: nodes that
+ * stay on must not take this van's departure for a failure. Stop only,
+ * after the receiving thread left (peers and senders are fixed).
+ */
+static void say_bye(struct ps_comm_van *v)
+{
+	for (size_t i = 0; i < v->npeers; i++) {
+		struct van_peer *p = v->peers[i];
+		struct van_batch *b;
+		bool inl;
+		size_t flen;
+
+		if (p->self || peer_failed(p) || peer_left(p) ||
+		    p->addr == FI_ADDR_NOTAVAIL || sender_seen(v, p->id) == 0)
+			continue;
+		b = batch_new(v, NULL, 0, NULL, 0, &flen, &inl);
+		if (!b)
+			return; /* its peers then see a failure: no worse */
+		psc_van_frame_set_bye(b->frame);
+		b->bye = true;
+		b->err = post_batch(v, p, b, flen, NULL, 0, inl, NULL, 0);
+		queue_batch(v, b);
+	}
+}
+
 int ps_comm_van_stop(ps_comm_van_t v)
 {
 	double drain = DRAIN_MAX_SEC;
@@ -1234,11 +1355,12 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	__atomic_store_n(&v->stopping, true, __ATOMIC_SEQ_CST);
 	while (__atomic_load_n(&v->in_recv, __ATOMIC_SEQ_CST) > 0)
 		psc_backoff_sleep(1e-3, 1e-3, 0, false, 0);
-	psc_van_unserve(v->server);
-	v->server = NULL;
+	say_bye(v);
 	if (v->comm.op_timeout > 0 && v->comm.op_timeout < drain)
 		drain = v->comm.op_timeout;
 	rc = drain_sends(v, drain);
+	psc_van_unserve(v->server);
+	v->server = NULL;
 	if (v->frame_req)
 		psc_req_cancel(&v->frame_req);
 	drop_inflight(v);

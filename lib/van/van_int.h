@@ -46,6 +46,12 @@
 /* At most this many segments: their lengths must fit the smallest frame. */
 #define PSC_VAN_MAX_SEGS ((PSC_VAN_FRAME_MIN - PSC_VAN_HDR) / 8)
 #define PSC_VAN_F_META_INLINE 0x1
+/*
+ * A van that stops sends each node it knows an empty frame with this
+ * flag (and no pieces), so that they stop probing it: a node that left
+ * cleanly is not a failure (see psc_van_frame_set_bye).
+ */
+#define PSC_VAN_F_BYE 0x2
 #define PSC_VAN_WIRE_NO_ID 0xffffffffu
 /*
  * Segments of at most this many bytes ride in the frame after an inline
@@ -93,8 +99,15 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 			  size_t limit);
 
 /*
- * Validate len bytes as a frame: magic, version, flags, sender, segment
- * count, and a total length that matches exactly. Returns 0, or -EPROTO
+ * Turn an encoded frame of an empty message (no meta, no segments) into
+ * the one a stopping van sends to say goodbye.
+ */
+void psc_van_frame_set_bye(uint8_t *buf);
+
+/*
+ * Validate len bytes as a frame: magic, version, flags (PSC_VAN_F_BYE
+ * only on an empty message), sender, segment count, and a total length
+ * that matches exactly. Returns 0, or -EPROTO
  * with the reason in err. Never reads outside buf.
  */
 int psc_van_frame_decode(const uint8_t *buf, size_t len,

@@ -90,6 +90,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		psc_van_frame_encode(again, f.sender, f.meta, f.meta_len, inl,
 				     segs, f.nseg, PSC_VAN_FRAME_MAX);
+		/* A goodbye is an empty message's frame with its flag. */
+		if (f.flags & PSC_VAN_F_BYE) {
+			PSC_FUZZ_ASSERT(f.meta_len == 0 && f.nseg == 0);
+			psc_van_frame_set_bye(again);
+		}
 		PSC_FUZZ_ASSERT(psc_van_frame_decode(again, want, &g, err,
 						     sizeof(err)) == 0);
 		same_message(&f, &g);

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -228,6 +229,17 @@ START_TEST(test_frame_refused)
 	ck_assert_int_eq(psc_van_frame_decode(bad, PSC_VAN_HDR + 8 + 2 +
 						  PSC_VAN_SEG_INLINE_MAX + 1,
 					      &f, err, sizeof(err)), -EPROTO);
+	/* A goodbye carries no message; an empty one decodes. */
+	memcpy(bad, buf, n);
+	bad[5] |= PSC_VAN_F_BYE;
+	ck_assert_int_eq(psc_van_frame_decode(bad, n, &f, err, sizeof(err)),
+			 -EPROTO);
+	psc_van_frame_encode(bad, 1, NULL, 0, true, NULL, 0, PSC_VAN_FRAME_MIN);
+	psc_van_frame_set_bye(bad);
+	ck_assert_int_eq(psc_van_frame_decode(bad, PSC_VAN_HDR, &f, err,
+					      sizeof(err)), 0);
+	ck_assert(f.flags & PSC_VAN_F_BYE);
+	ck_assert_int_eq(f.sender, 1);
 }
 END_TEST
 
@@ -775,48 +787,113 @@ static void note_err(void *arg, int err)
 	__atomic_store_n(&dead_err, err, __ATOMIC_RELAXED);
 }
 
+/*
+ * A child process runs node 8: it connects to node 9 at the port read
+ * from `in`, tells its own port on `out`, and takes the first "request"
+ * to its grave (SIGKILL: no goodbye).
+ */
+static void dying_node(int in, int out)
+{
+	struct node b;
+	ps_comm_van_msg_t m;
+	int port;
+
+	node_up(&b, 8);
+	if (write(out, &b.port, sizeof(b.port)) != sizeof(b.port) ||
+	    read(in, &port, sizeof(port)) != sizeof(port))
+		_exit(3);
+	if (ps_comm_van_connect(b.van, 9, HOST, port) != 0)
+		_exit(4);
+	expect(&b, 9, "request", &m);
+	raise(SIGKILL);
+}
+
+/*
+ * Start dying_node, then bring node a up as id 9 (after the fork: a
+ * child must not inherit an open fabric) and connect it to the child.
+ * Returns the child's pid.
+ */
+static pid_t start_dying(struct node *a, int *port)
+{
+	int up[2], down[2];
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(up), 0);
+	ck_assert_int_eq(pipe(down), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(up[0]);
+		close(down[1]);
+		dying_node(down[0], up[1]);
+		_exit(5);
+	}
+	close(up[1]);
+	close(down[0]);
+	node_up(a, 9);
+	ck_assert_int_eq(read(up[0], port, sizeof(*port)), sizeof(*port));
+	ck_assert_int_eq(write(down[1], &a->port, sizeof(a->port)),
+			 sizeof(a->port));
+	close(up[0]);
+	close(down[1]);
+	ck_assert_int_eq(ps_comm_van_connect(a->van, 8, HOST, *port), 0);
+	return pid;
+}
+
+/*
+ * Node 8 is gone for a: a send to it (of seg, or none) fails at once and
+ * done still runs. A new node 8 on the same port, connected again, is
+ * reachable; it is destroyed again at the end.
+ */
+static void refused_then_back(struct node *a, ps_comm_van_seg_t *seg,
+			      int port)
+{
+	struct node b;
+	ps_comm_van_msg_t m;
+
+	dead_err = 0;
+	ck_assert_int_eq(ps_comm_van_send(a->van, 8, "x", 1, seg, seg ? 1 : 0,
+					  note_err, NULL), PS_COMM_ERR_PEER);
+	ck_assert_int_eq(dead_err, PS_COMM_ERR_PEER);
+	ck_assert_int_eq(ps_comm_van_create(&b.van), 0);
+	ck_assert_int_eq(ps_comm_van_bind(b.van, HOST, port, 0, &b.port), 0);
+	ck_assert_int_eq(ps_comm_van_set_id(b.van, 8), 0);
+	ck_assert_int_eq(ps_comm_van_connect(a->van, 8, HOST, b.port), 0);
+	send_text(a, 8, "again", NULL, 0);
+	expect(&b, 9, "again", &m);
+	ps_comm_van_msg_release(&m);
+	ps_comm_van_destroy(b.van);
+}
+
 START_TEST(test_dead_node)
 {
 	static uint8_t big[8 << 20];
 	ps_comm_van_seg_t seg = {big, sizeof(big)};
-	struct node a, b;
+	struct node a;
 	ps_comm_van_msg_t m;
 	double t0;
-	int rc, port;
+	int rc, port, status;
+	pid_t pid;
 
-	node_up(&a, 9);
-	node_up(&b, 8);
-	port = b.port;
-	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
-	ck_assert_int_eq(ps_comm_van_connect(b.van, 9, HOST, a.port), 0);
+	pid = start_dying(&a, &port);
+	/*
+	 * b dies before it answers: a must learn it, not wait forever (its
+	 * receive also drives the request's progress).
+	 */
 	send_text(&a, 8, "request", NULL, 0);
-	expect(&b, 9, "request", &m);
-	ps_comm_van_msg_release(&m);
-	/* b dies before it answers: a must learn it, not wait forever. */
-	ps_comm_van_destroy(b.van);
 	t0 = psc_now();
 	rc = ps_comm_van_recv(a.van, &m);
 	ck_assert_int_eq(rc, PS_COMM_ERR_PEER);
 	ck_assert_int_eq(m.sender, 8);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	/* About 1.5 s: a second of silence, then a refused probe. */
 	ck_assert(psc_now() - t0 < 10);
-	/* Sends to it now fail at once, and done still runs. */
-	dead_err = 0;
-	ck_assert_int_eq(ps_comm_van_send(a.van, 8, "x", 1, &seg, 1, note_err,
-					  NULL), PS_COMM_ERR_PEER);
-	ck_assert_int_eq(dead_err, PS_COMM_ERR_PEER);
-	/* A new node on the same port, connected again, is reachable. */
-	ck_assert_int_eq(ps_comm_van_create(&b.van), 0);
-	ck_assert_int_eq(ps_comm_van_bind(b.van, HOST, port, 0, &b.port), 0);
-	ck_assert_int_eq(ps_comm_van_set_id(b.van, 8), 0);
-	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
-	send_text(&a, 8, "again", NULL, 0);
-	expect(&b, 9, "again", &m);
-	ps_comm_van_msg_release(&m);
-	ps_comm_van_destroy(b.van);
+	refused_then_back(&a, &seg, port);
 	/*
-	 * A large send to a node that died unnoticed does not hold stop up
-	 * long. Not on shm: in one process the dead node's region is
+	 * A large send to a node that is gone (it said goodbye, or a died
+	 * unnoticed when that came too late) does not hold stop up long.
+	 * Not on shm: in one process the dead node's region is
 	 * unmapped, and a post into it faults (across processes it stays
 	 * mapped: see doc/pslite.md).
 	 */
@@ -824,7 +901,8 @@ START_TEST(test_dead_node)
 		dead_err = 0;
 		rc = ps_comm_van_send(a.van, 8, "x", 1, &seg, 1, note_err,
 				      NULL);
-		ck_assert(rc == 0 || rc == PS_COMM_ERR_PEER);
+		ck_assert_msg(rc == 0 || rc == PS_COMM_ERR_PEER, "send: %s",
+			      ps_comm_strerror(rc));
 		t0 = psc_now();
 		ps_comm_van_stop(a.van);
 		ck_assert(psc_now() - t0 < 10);
@@ -864,6 +942,38 @@ static void stop_took(double t0, double *max, int *slow)
 	if (t >= 1.0)
 		(*slow)++;
 }
+
+/*
+ * A node that stops cleanly (ps-lite's Finalize) is not a failure for the
+ * nodes that stay on, even though it served the last request they sent
+ * and went silent: its goodbye stops their probes. A send to it fails at
+ * once until it is connected again.
+ */
+START_TEST(test_node_left)
+{
+	struct node a, b;
+	struct waiter w = {&a, 0, 0};
+	pthread_t t;
+	int port;
+
+	node_up(&a, 9);
+	node_up(&b, 8);
+	port = b.port;
+	say_hello(&a, 9, &b, 8, "request");
+	say_hello(&b, 8, &a, 9, "answer");
+	ps_comm_van_destroy(b.van);
+	/* Long enough for a's probe of a silent node (PROBE_SEC) to run. */
+	ck_assert_int_eq(pthread_create(&t, NULL, wait_loop, &w), 0);
+	usleep(2500 * 1000);
+	refused_then_back(&a, NULL, port);
+	ps_comm_van_stop(a.van);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	/* No message and no failure: the receive ended only with stop. */
+	ck_assert_int_eq(w.got, 0);
+	ck_assert_int_eq(w.last_rc, PS_COMM_ERR_CANCELED);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
 
 /*
  * Every stop takes well under a second; on a loaded machine a few may be
@@ -964,6 +1074,7 @@ static Suite *van_suite(void)
 	tc = tcase_create("faults");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_dead_node);
+	tcase_add_test(tc, test_node_left);
 	tcase_add_test(tc, test_stop_while_receiving);
 	tcase_add_test(tc, test_sigterm_default);
 	suite_add_tcase(s, tc);
