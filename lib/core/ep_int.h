@@ -46,6 +46,7 @@ struct psc_ep {
 	void *sw_slab;			   /* the software-matching buffers */
 	struct psc_ring *ring;		   /* shm rings (shmring.c), or NULL */
 	size_t posted[2];	       /* sends, receives libfabric holds */
+	size_t posted_bounces;	       /* of posted[1]: bounce buffers */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
 	bool in_progress;	       /* inside psc_progress's CQ reads */
 	double spin_us;		       /* busy-poll before backing off */
