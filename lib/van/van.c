@@ -1101,15 +1101,12 @@ static bool nobody_listens(const struct van_peer *p)
 /*
  * Whether p said goodbye, once the frames that have arrived are taken: a
  * node that stops sends its goodbye before it closes its address server,
- * but this van may not have read it yet. Not while stopping (the frames
- * would only be dropped). Receiving thread or stop.
+ * but this van may not have read it yet. Receiving thread.
  */
 static bool bye_arrived(struct ps_comm_van *v, struct van_peer *p)
 {
 	if (peer_left(p))
 		return true;
-	if (stopping(v))
-		return false;
 	psc_ep_try_progress(v->comm.ch.ep);
 	while (v->frame_req && psc_req_done(v->frame_req) &&
 	       v->in_count < PSC_VAN_MAX_INFLIGHT)
@@ -1143,7 +1140,8 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 			 "address now (the node restarted)");
 		peer_fail(v, p, PS_COMM_ERR_PEER, why);
 	} else if (rc == -EBADE || rc == -EPROTO || nobody_listens(p)) {
-		if (bye_arrived(v, p))
+		/* While stopping, sends to it hold stop up: fail it. */
+		if (!stopping(v) && bye_arrived(v, p))
 			return;
 		snprintf(why, sizeof(why), "its address server is gone (%s)",
 			 err);
@@ -1159,8 +1157,9 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 /*
  * Probe the nodes a caller may be waiting on: sent to within
  * PS_COMM_PEER_TIMEOUT, and silent for PROBE_SEC since both that send
- * and their last frame. With `pending`, instead those that still hold
- * unfinished sends (stop). At most PROBE_MAX per call, taking turns.
+ * and their last frame, unless they said goodbye. With `pending`,
+ * instead those that still hold unfinished sends (stop), goodbye or not.
+ * At most PROBE_MAX per call, taking turns.
  * Peers live until stop, so they can be probed without v->lock.
  */
 static void probe_silent(struct ps_comm_van *v, bool pending)
@@ -1177,8 +1176,8 @@ static void probe_silent(struct ps_comm_van *v, bool pending)
 		double sent = peer_last_send(p);
 		bool want = false;
 
-		if (p->self || p->failed || !p->port || peer_left(p) ||
-		    now - p->probed < PROBE_SEC)
+		if (p->self || p->failed || !p->port ||
+		    (peer_left(p) && !pending) || now - p->probed < PROBE_SEC)
 			continue;
 		if (pending) {
 			for (struct van_batch *b = v->pending; b && !want;
