@@ -963,6 +963,14 @@ static void take_frame(struct ps_comm_van *v)
 		psc_log(PSC_LOG_ERROR, -1, "van: cannot post a receive");
 }
 
+/* Take every frame that has arrived, while messages in flight have room. */
+static void take_frames(struct ps_comm_van *v)
+{
+	while (v->frame_req && psc_req_done(v->frame_req) &&
+	       v->in_count < PSC_VAN_MAX_INFLIGHT)
+		take_frame(v);
+}
+
 /*
  * Unlink the oldest message and settle its requests: those not done are
  * withdrawn. Returns 0 or the error that spoils it; *held tells that the
@@ -1108,9 +1116,7 @@ static bool bye_arrived(struct ps_comm_van *v, struct van_peer *p)
 	if (peer_left(p))
 		return true;
 	psc_ep_try_progress(v->comm.ch.ep);
-	while (v->frame_req && psc_req_done(v->frame_req) &&
-	       v->in_count < PSC_VAN_MAX_INFLIGHT)
-		take_frame(v);
+	take_frames(v);
 	return peer_left(p);
 }
 
@@ -1225,9 +1231,7 @@ static int recv_loop(struct ps_comm_van *v, ps_comm_van_msg_t *msg)
 			if (rc)
 				return rc;
 		}
-		while (v->frame_req && psc_req_done(v->frame_req) &&
-		       v->in_count < PSC_VAN_MAX_INFLIGHT)
-			take_frame(v);
+		take_frames(v);
 		if (v->in_head && (inflight_done(v->in_head) ||
 				   (v->in_head->deadline > 0 &&
 				    psc_now() >= v->in_head->deadline))) {
