@@ -344,6 +344,8 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 	pthread_cond_broadcast(&l->cond);
 }
 
+static void link_lost(struct psc_live *l, struct link *k, const char *why);
+
 /*
  * This rank saw rank r die (words name it). Rank 0 orders deaths: the
  * others report theirs to it and take its answer as the verdict (DEAD,
@@ -368,8 +370,18 @@ static void suspect(struct psc_live *l, int r, const char *words)
 		return;
 	p->suspect = strdup(words);
 	p->suspect_at = psc_now();
-	if (!p->suspect || !send_frame(k, F_DEAD, r, words, strlen(words)))
+	if (!p->suspect) {
 		mark_dead(l, r, words);
+	} else if (!send_frame(k, F_DEAD, r, words, strlen(words))) {
+		/*
+		 * Rank 0 cannot be told: its link broke (reset by its
+		 * exit while this thread was between poll and here). Its
+		 * death came first, and r's most likely followed from it.
+		 */
+		link_lost(l, k, "died or is unreachable: its liveness "
+			  "connection broke");
+		mark_dead(l, r, words);
+	}
 }
 
 /* suspect() with words built from r's identity and the evidence. */
@@ -839,6 +851,21 @@ static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
 	return n;
 }
 
+/*
+ * Rank r's process exited. What rank 0 sent since poll() looked at its
+ * link comes first: a LEFT notice or a relayed death that explains the
+ * exit, or rank 0's own end (a rank that fails on rank 0's death exits
+ * at once, and its exit may be seen before rank 0's reset). Lock held.
+ */
+static void pid_exited(struct psc_live *l, int r)
+{
+	struct link *k = l->cfg.rank ? link_of(l, 0) : NULL;
+
+	if (k && !k->reading)
+		link_read(l, k);
+	peer_died(l, r, "died: its process exited");
+}
+
 static void *run(void *arg)
 {
 	struct psc_live *l = arg;
@@ -874,8 +901,7 @@ static void *run(void *arg)
 				if (l->peers[r].state == P_DEAD)
 					gone(l, r);
 				else
-					peer_died(l, r,
-						  "died: its process exited");
+					pid_exited(l, r);
 			}
 		}
 		tick(l, psc_now());
