@@ -345,20 +345,40 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 }
 
 static void link_lost(struct psc_live *l, struct link *k, const char *why);
+static void link_read(struct psc_live *l, struct link *k);
+
+/*
+ * Handle what the link to `rank` holds (if there is one and no caller
+ * up the stack is reading it), so that what that rank sent before comes
+ * first. Lock held.
+ */
+static void read_link_of(struct psc_live *l, int rank)
+{
+	struct link *k = link_of(l, rank);
+
+	if (k && !k->reading)
+		link_read(l, k);
+}
 
 /*
  * This rank saw rank r die (words name it). Rank 0 orders deaths: the
  * others report theirs to it and take its answer as the verdict (DEAD,
  * or LEFT when r finalized and its goodbye is still on the way), so that
  * every rank blames the same first death, never a rank that exited
- * after it or in good order. Rank 0's own death, or no answer within
- * SUSPECT_S, is decided here. Lock held.
+ * after it or in good order. What rank 0 sent since poll() looked at its
+ * link comes first: a LEFT notice or a relayed death that explains r's
+ * end, or rank 0's own end (a rank that fails on rank 0's death exits at
+ * once, and its exit may be seen before rank 0's reset). Rank 0's own
+ * death, or no answer within SUSPECT_S, is decided here. Lock held.
  */
 static void suspect(struct psc_live *l, int r, const char *words)
 {
 	struct peer *p = &l->peers[r];
-	struct link *k = l->cfg.rank ? link_of(l, 0) : NULL;
+	struct link *k;
 
+	if (l->cfg.rank && r != 0)
+		read_link_of(l, 0);
+	k = l->cfg.rank ? link_of(l, 0) : NULL;
 	if (p->state == P_DEAD || p->state == P_LEFT)
 		return;
 	if (!k || r == 0) {
@@ -490,14 +510,11 @@ static void left(struct psc_live *l, int r)
 	pthread_cond_broadcast(&l->cond);
 }
 
-static void link_read(struct psc_live *l, struct link *k);
-
 /* Handle one frame; false when the link must go. Lock held. */
 static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		  const uint8_t *pl, size_t plen)
 {
 	char w[FRAME_MAX + 1];
-	struct link *rk;
 
 	if (k->rank < 0)
 		return (type == F_HELLO && hello(l, k, r, pl, plen)) ||
@@ -512,9 +529,8 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		 * before it went (an abort, its goodbye): a rank that aborts
 		 * and exits at once must be seen to abort, not to die.
 		 */
-		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size &&
-		    (rk = link_of(l, r)) != NULL && !rk->reading)
-			link_read(l, rk);
+		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size)
+			read_link_of(l, r);
 		/* From rank 0, a verdict; at rank 0, a report to judge. */
 		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size &&
 		    l->peers[r].state == P_LEFT)
@@ -851,21 +867,6 @@ static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
 	return n;
 }
 
-/*
- * Rank r's process exited. What rank 0 sent since poll() looked at its
- * link comes first: a LEFT notice or a relayed death that explains the
- * exit, or rank 0's own end (a rank that fails on rank 0's death exits
- * at once, and its exit may be seen before rank 0's reset). Lock held.
- */
-static void pid_exited(struct psc_live *l, int r)
-{
-	struct link *k = l->cfg.rank ? link_of(l, 0) : NULL;
-
-	if (k && !k->reading)
-		link_read(l, k);
-	peer_died(l, r, "died: its process exited");
-}
-
 static void *run(void *arg)
 {
 	struct psc_live *l = arg;
@@ -901,7 +902,8 @@ static void *run(void *arg)
 				if (l->peers[r].state == P_DEAD)
 					gone(l, r);
 				else
-					pid_exited(l, r);
+					peer_died(l, r,
+						  "died: its process exited");
 			}
 		}
 		tick(l, psc_now());
