@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -65,6 +66,13 @@ struct ctx {
 	float **store; /* server: sums per key (NULL for others' keys) */
 	long errors;
 	bool corrupt; /* KVSTORE_CORRUPT=1: a server adds wrongly */
+	/*
+	 * KVSTORE_DIE_AT=push:N or pull:N: a server kills itself (SIGKILL)
+	 * on its Nth push or pull request, so fault tests hit a worker that
+	 * waits for exactly that reply. die_cmd 0: off.
+	 */
+	uint32_t die_cmd;
+	long die_after;
 };
 
 /* ------------------------------------------------------------ meta */
@@ -334,6 +342,9 @@ static void server(struct ctx *c)
 		if ((cmd == PUSH || cmd == PULL) && key < (uint32_t)c->keys) {
 			float *s = c->store[key];
 
+			if (cmd == c->die_cmd && --c->die_after == 0)
+				raise(SIGKILL);
+
 			if (cmd == PUSH && m.nseg == 1 &&
 			    m.segs[0].len == nf * sizeof(float)) {
 				const float *v = m.segs[0].data;
@@ -534,6 +545,27 @@ static void parse_opts(struct ex_args *a, struct ctx *c)
 	}
 }
 
+/* KVSTORE_DIE_AT (struct ctx); a malformed value is a usage error. */
+static void parse_die_at(const struct ex_args *a, struct ctx *c)
+{
+	const char *v = getenv("KVSTORE_DIE_AT");
+	const char *n;
+
+	if (!v || !*v)
+		return;
+	if (strncmp(v, "push:", 5) == 0) {
+		c->die_cmd = PUSH;
+	} else if (strncmp(v, "pull:", 5) == 0) {
+		c->die_cmd = PULL;
+	} else {
+		ex_usage_error(a, "KVSTORE_DIE_AT=%s: want push:N or pull:N",
+			       v);
+	}
+	n = v + 5;
+	c->die_after = ex_int(a, "KVSTORE_DIE_AT", n, 1, INT_MAX,
+			      "requests before the server dies");
+}
+
 /*
  * The DMLC_* variables, after the options; a usage error ends the
  * program. Pulled sums are checked exactly, so they must stay within
@@ -569,6 +601,7 @@ static void parse_env(const struct ex_args *a, struct ctx *c,
 	*host = node_host(a, c, *root);
 	c->corrupt = getenv("KVSTORE_CORRUPT") &&
 		     strcmp(getenv("KVSTORE_CORRUPT"), "1") == 0;
+	parse_die_at(a, c);
 }
 
 int main(int argc, char **argv)

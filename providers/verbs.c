@@ -16,6 +16,7 @@
  * it). The NIC is not tied to the bootstrap interface: pscomm prefers the
  * device nearest to the process unless FI_VERBS_IFACE pins one.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "provider.h"
@@ -43,6 +44,24 @@ static const struct psc_tunable verbs_tunables[] = {
 	{NULL, NULL},
 };
 
+/*
+ * rxm's eager limit: its buffer size (FI_OFI_RXM_BUFFER_SIZE, which every
+ * rank must share, 16 KiB by default) less room for its own headers.
+ */
+static size_t verbs_rxm_eager(void)
+{
+	const char *v = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	unsigned long long b = 16384;
+	char *end;
+
+	if (v && *v) {
+		b = strtoull(v, &end, 10);
+		if (*end || b == 0)
+			b = 16384;
+	}
+	return b > 4096 ? (size_t)b - 512 : 3584;
+}
+
 static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
 	psc_generic_derive_caps(info, c);
@@ -51,6 +70,17 @@ static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->fork_unsafe = true;
 	c->same_eager_limit = strstr(info->fabric_attr->prov_name,
 				     "ofi_rxm") != NULL;
+	/*
+	 * rxm sends a message above its eager limit in segments (SAR) or by
+	 * rendezvous, and when such a message is truncated at the receiver,
+	 * libfabric 1.17 over verbs delivers its remaining segments as
+	 * further messages, or lets the next small message overtake it
+	 * (measured on rxe: tests/rdma). So only eager-sized messages are
+	 * sent whole: larger ones take pscomm's header and chunks, whose
+	 * receives always fit.
+	 */
+	if (c->same_eager_limit)
+		c->single_max = verbs_rxm_eager();
 	/* iWARP has no immediate data; never trust CQ data for tags. */
 	if (c->link == PSC_LINK_IWARP)
 		c->cq_data_size = 0;

@@ -563,16 +563,22 @@ static void test_allgather_bcast(void)
 /* Nobody may leave a barrier before everyone has entered it. */
 static void test_barrier(void)
 {
-	char path[64];
+	char path[256];
 	int fd, rounds = quick ? 10 : 40;
 
-	/* One file per job: ranks share PS_COMM_ROOT (else their parent). */
+	/*
+	 * One file per job: ranks share PS_COMM_ROOT (else their parent). It
+	 * lives in PSC_TEST_SHARED_DIR, a directory every rank sees (ranks
+	 * on several hosts: tests/rdma), else in /tmp.
+	 */
 	{
 		const char *root = getenv("PS_COMM_ROOT");
+		const char *dir = getenv("PSC_TEST_SHARED_DIR");
 		uint64_t h = psc_fnv1a(PSC_FNV_INIT, root ? root : "", root ? strlen(root) : 0);
 
-		snprintf(path, sizeof(path), "/tmp/pscomm-barrier-%llx-%d",
-			 (unsigned long long)h, root ? 0 : (int)getppid());
+		snprintf(path, sizeof(path), "%s/pscomm-barrier-%llx-%d",
+			 dir && *dir ? dir : "/tmp", (unsigned long long)h,
+			 root ? 0 : (int)getppid());
 	}
 	if (rank == 0)
 		unlink(path);
