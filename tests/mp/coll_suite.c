@@ -1018,6 +1018,14 @@ int main(int argc, char **argv)
 	}
 	ps_comm_rank(comm, &rank);
 	ps_comm_size(comm, &size);
+	{
+		const char *prov = "?";
+
+		/* What the ranks run on, for scripts that check the choice. */
+		ps_comm_provider_name(comm, &prov);
+		printf("# rank %d of %d: provider %s\n", rank, size, prov);
+		fflush(stdout);
+	}
 	saved = ((struct ps_comm *)comm)->params;
 	/* Forced for good: unforce() returns to it, splits inherit it. */
 	force_all();
