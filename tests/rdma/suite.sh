@@ -488,52 +488,59 @@ case_poweroff() {
 
 # --- Main -------------------------------------------------------------------
 
-results=$top_builddir/tests/rdma/results.md
-mkdir -p "$(dirname "$results")"
-start=$(date +%s)
-for dev in $devices; do
-	REBOOT=1
-	for c in $cases; do
-		n=$reps
-		case $c in vankill | rankkill | wire | poweroff) n=$freps ;; esac
-		for ((rep = 1; rep <= n; rep++)); do
-			if [ "$REBOOT" = 1 ]; then
-				rig_shutdown
-				if ! rig_boot "$dev"; then
-					not_ok "booting the guests with $dev"
-					RIG_DEV=$dev CASE=boot tally boot fail
-					continue 3
-				fi
-				umask 077
-				head -c 32 /dev/urandom | base64 >"$RIG_DIR/g0/key"
-				cp "$RIG_DIR/g0/key" "$RIG_DIR/g1/key"
-				umask 022
-				REBOOT=0
-			fi
-			CASE=$c
-			echo "# $c on $dev ($rep/$n)"
-			"case_$c"
-		done
-	done
-	rig_shutdown
-done
+# Everything above is read before main runs, so the script may be edited
+# while it runs (bash reads a script as it goes).
+main() {
 
-{
-	echo "| case | device | runs | pass | fail | hang | fault to last survivor exit (s) |"
-	echo "|---|---|---|---|---|---|---|"
-	for c in $cases boot; do
-		for dev in $devices; do
-			k="$c $dev"
-			p=${PASS[$k]:-0} f=${FAIL[$k]:-0} h=${HANG[$k]:-0}
-			[ $((p + f + h)) -eq 0 ] && continue
-			t=${NOTE[$k]:-}
-			[ "$c" = vankill ] &&
-				t="push:${NOTE[vankill-push $dev]:-} pull:${NOTE[vankill-pull $dev]:-}"
-			echo "| $c | $dev | $((p + f + h)) | $p | $f | $h | ${t# } |"
+	results=$top_builddir/tests/rdma/results.md
+	mkdir -p "$(dirname "$results")"
+	start=$(date +%s)
+	for dev in $devices; do
+		REBOOT=1
+		for c in $cases; do
+			n=$reps
+			case $c in vankill | rankkill | wire | poweroff) n=$freps ;; esac
+			for ((rep = 1; rep <= n; rep++)); do
+				if [ "$REBOOT" = 1 ]; then
+					rig_shutdown
+					if ! rig_boot "$dev"; then
+						not_ok "booting the guests with $dev"
+						RIG_DEV=$dev CASE=boot tally boot fail
+						continue 3
+					fi
+					umask 077
+					head -c 32 /dev/urandom | base64 >"$RIG_DIR/g0/key"
+					cp "$RIG_DIR/g0/key" "$RIG_DIR/g1/key"
+					umask 022
+					REBOOT=0
+				fi
+				CASE=$c
+				echo "# $c on $dev ($rep/$n)"
+				"case_$c"
+			done
 		done
+		rig_shutdown
 	done
-	echo
-	echo "tests/rdma/suite.sh -d \"$devices\" -r $reps -f $freps: $(($(date +%s) - start)) s"
-} >"$results"
-cat "$results"
-exit $failed
+
+	{
+		echo "| case | device | runs | pass | fail | hang | fault to last survivor exit (s) |"
+		echo "|---|---|---|---|---|---|---|"
+		for c in $cases boot; do
+			for dev in $devices; do
+				k="$c $dev"
+				p=${PASS[$k]:-0} f=${FAIL[$k]:-0} h=${HANG[$k]:-0}
+				[ $((p + f + h)) -eq 0 ] && continue
+				t=${NOTE[$k]:-}
+				[ "$c" = vankill ] &&
+					t="push:${NOTE[vankill-push $dev]:-} pull:${NOTE[vankill-pull $dev]:-}"
+				echo "| $c | $dev | $((p + f + h)) | $p | $f | $h | ${t# } |"
+			done
+		done
+		echo
+		echo "tests/rdma/suite.sh -d \"$devices\" -r $reps -f $freps: $(($(date +%s) - start)) s"
+	} >"$results"
+	cat "$results"
+	return $failed
+}
+main
+exit $?
