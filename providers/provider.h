@@ -94,12 +94,6 @@ struct psc_caps {
 				 * (net: its trywait does nothing): the CQ
 				 * gets a wait set of pscomm's, tried with
 				 * fi_wait(set, 0), which clears it */
-	size_t single_max;	/* largest message sent as one provider
-				 * message (0: max_msg_size); larger ones go
-				 * as pscomm's header plus chunks, whose
-				 * receives are posted at their exact size
-				 * (verbs;ofi_rxm truncates its segmented
-				 * and rendezvous messages wrongly) */
 };
 
 /*

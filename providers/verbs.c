@@ -45,8 +45,9 @@ static const struct psc_tunable verbs_tunables[] = {
 };
 
 /*
- * rxm's eager limit: its buffer size (FI_OFI_RXM_BUFFER_SIZE, which every
- * rank must share, 16 KiB by default) less room for its own headers.
+ * The largest payload of a software-matched first message: rxm's eager
+ * limit (FI_OFI_RXM_BUFFER_SIZE, which every rank must share, 16 KiB by
+ * default) less pscomm's header.
  */
 static size_t verbs_rxm_eager(void)
 {
@@ -59,7 +60,8 @@ static size_t verbs_rxm_eager(void)
 		if (*end || b == 0)
 			b = 16384;
 	}
-	return b > 4096 ? (size_t)b - 512 : 3584;
+	/* Less pscomm's 16-byte header, with room to spare. */
+	return b > 4096 ? (size_t)b - 64 : 4032;
 }
 
 static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
@@ -71,16 +73,22 @@ static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->same_eager_limit = strstr(info->fabric_attr->prov_name,
 				     "ofi_rxm") != NULL;
 	/*
-	 * rxm sends a message above its eager limit in segments (SAR) or by
-	 * rendezvous, and when such a message is truncated at the receiver,
-	 * libfabric 1.17 over verbs delivers its remaining segments as
-	 * further messages, or lets the next small message overtake it
-	 * (measured on rxe: tests/rdma). So only eager-sized messages are
-	 * sent whole: larger ones take pscomm's header and chunks, whose
-	 * receives always fit.
+	 * Software matching, as on tcp: first messages land in pscomm's
+	 * bounce buffers, up to rxm's eager size, and anything larger goes
+	 * as a header plus data received at its exact size. Two things seen
+	 * on rxe (tests/rdma) make this necessary. A header received into
+	 * the user's buffer can be overwritten before pscomm reads it when
+	 * several receives share that buffer (a bandwidth window): a chunk
+	 * of the message before, matched when its receive is posted, lands
+	 * there first, and the window hung. And rxm's own segmented and
+	 * rendezvous messages, when truncated by a short receive, delivered
+	 * their remaining segments as further messages or let the next
+	 * small message overtake them.
 	 */
-	if (c->same_eager_limit)
-		c->single_max = verbs_rxm_eager();
+	if (c->same_eager_limit) {
+		c->sw_match = true;
+		c->sw_eager = verbs_rxm_eager();
+	}
 	/* iWARP has no immediate data; never trust CQ data for tags. */
 	if (c->link == PSC_LINK_IWARP)
 		c->cq_data_size = 0;

@@ -524,10 +524,7 @@ const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep)
 
 size_t psc_ep_single_limit(const struct psc_ep *ep)
 {
-	const struct psc_caps *c = &ep->fab.caps;
-	size_t lim = c->sw_match ? ep->sw_eager : c->max_msg_size;
-
-	return c->single_max ? PSC_MIN(lim, c->single_max) : lim;
+	return ep->fab.caps.sw_match ? ep->sw_eager : ep->fab.caps.max_msg_size;
 }
 
 const char *psc_ep_provider(const struct psc_ep *ep)

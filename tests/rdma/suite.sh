@@ -272,7 +272,7 @@ case_mr() {
 
 case_examples() {
 	job "pingpong" 600 "1 1" \
-		"$B/examples/pingpong -m 1 -M 4194304 -i 20 -w 2"
+		"$B/examples/pingpong -m 1 -M 1048576 -i 10 -w 2"
 	job "allreduce -c, 2 ranks" 600 "1 1" \
 		"$B/examples/allreduce -c -m 4 -M 1048576 -i 5"
 	job "allreduce -c, 4 ranks" 900 "2 2" \
