@@ -97,7 +97,10 @@ PS_COMM_API int ps_comm_van_connect(ps_comm_van_t van, int node_id,
  * The buffers must stay valid until done(arg, err) runs (done may be
  * NULL when they outlive the van). Unless the call fails with
  * PS_COMM_ERR_ARG, done runs exactly once, also when the send fails.
- * Pieces of concurrent sends to one node never interleave. Errors:
+ * Pieces of concurrent sends to one node never interleave. A message to
+ * a node id connected at this van's own address never enters the
+ * fabric: it is copied and queued for ps_comm_van_recv, and done runs
+ * before the call returns. Errors:
  * PS_COMM_ERR_PEER for a node id never connected, for a node that
  * failed (see ps_comm_van_recv) or whose connection the provider
  * refuses, and for a node that stopped (its goodbye came), until it is

@@ -2,7 +2,8 @@
  * Unit tests for the van (lib/van/), with several vans in one process on
  * whatever provider FI_PROVIDER selects (tests/mp/van.sh runs this on tcp,
  * net and shm): the frame codec and its refusals; the scheduler's fixed port
- * and a taken port with and without retry; self-sends; connecting again
+ * and a taken port with and without retry; self-sends, which never reach
+ * the provider, also in ps-lite's stop sequence; connecting again
  * and again; a node sending before it has an id; eight threads sending
  * while one receives, checked for order and content; segments of 0 B,
  * 1 B and 64 MiB compared bitwise; a provider completing a segment's
@@ -86,6 +87,17 @@ static void say_hello(struct node *from, int from_id, struct node *to,
 	send_text(from, to_id, meta, NULL, 0);
 	expect(to, from_id, meta, &m);
 	ps_comm_van_msg_release(&m);
+}
+
+/* Pseudo-random bytes from seed. */
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
 }
 
 /* ------------------------------------------------------------ frame */
@@ -304,6 +316,206 @@ START_TEST(test_self_and_reconnect)
 }
 END_TEST
 
+/*
+ * Every call that could carry a message out of a's endpoint, counted:
+ * the tagged and untagged sends that pscomm's posts use.
+ */
+static struct fi_ops_tagged *real_tagged, counted_tagged;
+static struct fi_ops_msg *real_msg, counted_msg;
+static int fabric_sends;
+
+static void sent_one(void)
+{
+	__atomic_add_fetch(&fabric_sends, 1, __ATOMIC_RELAXED);
+}
+
+static ssize_t c_tsend(struct fid_ep *ep, const void *buf, size_t len,
+		       void *desc, fi_addr_t dest, uint64_t tag, void *ctx)
+{
+	sent_one();
+	return real_tagged->send(ep, buf, len, desc, dest, tag, ctx);
+}
+
+static ssize_t c_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
+			   void *desc, uint64_t data, fi_addr_t dest,
+			   uint64_t tag, void *ctx)
+{
+	sent_one();
+	return real_tagged->senddata(ep, buf, len, desc, data, dest, tag, ctx);
+}
+
+static ssize_t c_tinject(struct fid_ep *ep, const void *buf, size_t len,
+			 fi_addr_t dest, uint64_t tag)
+{
+	sent_one();
+	return real_tagged->inject(ep, buf, len, dest, tag);
+}
+
+static ssize_t c_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
+			     uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+	sent_one();
+	return real_tagged->injectdata(ep, buf, len, data, dest, tag);
+}
+
+static ssize_t c_sendv(struct fid_ep *ep, const struct iovec *iov,
+		       void **desc, size_t n, fi_addr_t dest, void *ctx)
+{
+	sent_one();
+	return real_msg->sendv(ep, iov, desc, n, dest, ctx);
+}
+
+static ssize_t c_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, uint64_t data, fi_addr_t dest, void *ctx)
+{
+	sent_one();
+	return real_msg->senddata(ep, buf, len, desc, data, dest, ctx);
+}
+
+static ssize_t c_inject(struct fid_ep *ep, const void *buf, size_t len,
+			fi_addr_t dest)
+{
+	sent_one();
+	return real_msg->inject(ep, buf, len, dest);
+}
+
+static ssize_t c_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			    uint64_t data, fi_addr_t dest)
+{
+	sent_one();
+	return real_msg->injectdata(ep, buf, len, data, dest);
+}
+
+/* Count the sends of van v's endpoint (on) or stop counting (off). */
+static void count_sends(ps_comm_van_t v, bool on)
+{
+	struct fid_ep *ep = psc_van_ep(v)->fab.ep;
+
+	if (!on) {
+		ep->tagged = real_tagged;
+		ep->msg = real_msg;
+		return;
+	}
+	real_tagged = ep->tagged;
+	real_msg = ep->msg;
+	counted_tagged = *real_tagged;
+	counted_msg = *real_msg;
+	counted_tagged.send = c_tsend;
+	counted_tagged.senddata = c_tsenddata;
+	counted_tagged.inject = c_tinject;
+	counted_tagged.injectdata = c_tinjectdata;
+	counted_msg.sendv = c_sendv;
+	counted_msg.senddata = c_senddata;
+	counted_msg.inject = c_inject;
+	counted_msg.injectdata = c_injectdata;
+	ep->tagged = &counted_tagged;
+	ep->msg = &counted_msg;
+	fabric_sends = 0;
+}
+
+static int self_done, self_err;
+
+static void note_self_done(void *arg, int err)
+{
+	(void)arg;
+	__atomic_add_fetch(&self_done, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&self_err, err, __ATOMIC_RELAXED);
+}
+
+/* A receiving thread like ps-lite's: it ends on a "terminate". */
+struct self_rx {
+	struct node *n;
+	int got, rc;
+	bool terminated;
+};
+
+static void *self_rx_loop(void *arg)
+{
+	struct self_rx *r = arg;
+	ps_comm_van_msg_t m;
+
+	while ((r->rc = ps_comm_van_recv(r->n->van, &m)) == 0) {
+		bool end = m.sender == 1 && m.meta_len == 9 &&
+			   memcmp(m.meta, "terminate", 9) == 0;
+
+		ps_comm_van_msg_release(&m);
+		r->got++;
+		if (end) {
+			r->terminated = true;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A message to the van itself never enters the fabric, in normal
+ * operation and in ps-lite's stop sequence (its peers said goodbye, then
+ * a TERMINATE to itself ends its receiving thread): no send call reaches
+ * the provider, the buffers go back (done) before the send returns, and
+ * the receiver gets every segment, bit for bit and in order. A message
+ * still queued at stop is released with the van.
+ */
+START_TEST(test_self_local)
+{
+	size_t big = (size_t)1 << 20;
+	uint8_t one = 0x5a, *data = malloc(big), *want = malloc(big);
+	ps_comm_van_seg_t segs[3] = {{NULL, 0}, {&one, 1}, {data, big}};
+	struct self_rx rx;
+	struct node a, b;
+	ps_comm_van_msg_t m;
+	pthread_t t;
+
+	ck_assert(data && want);
+	fill(data, big, 3);
+	memcpy(want, data, big);
+	node_up(&a, 1);
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 1, HOST, a.port), 0);
+	say_hello(&a, 1, &b, 8, "hello");
+	say_hello(&b, 8, &a, 1, "answer");
+	count_sends(a.van, true);
+	self_done = 0;
+	self_err = -1;
+	ck_assert_int_eq(ps_comm_van_send(a.van, 1, "first", 5, NULL, 0,
+					  note_self_done, NULL), 0);
+	ck_assert_int_eq(ps_comm_van_send(a.van, 1, "segs", 4, segs, 3,
+					  note_self_done, NULL), 0);
+	ck_assert_int_eq(fabric_sends, 0);
+	/* Copied: the caller has its buffers back already. */
+	ck_assert_int_eq(self_done, 2);
+	ck_assert_int_eq(self_err, 0);
+	memset(data, 0, big);
+	one = 0;
+	expect(&a, 1, "first", &m);
+	ck_assert_uint_eq(m.nseg, 0);
+	ps_comm_van_msg_release(&m);
+	expect(&a, 1, "segs", &m);
+	ck_assert_uint_eq(m.nseg, 3);
+	ck_assert_uint_eq(m.segs[0].len, 0);
+	ck_assert_uint_eq(m.segs[1].len, 1);
+	ck_assert_uint_eq(((uint8_t *)m.segs[1].data)[0], 0x5a);
+	ck_assert_uint_eq(m.segs[2].len, big);
+	ck_assert(memcmp(m.segs[2].data, want, big) == 0);
+	ps_comm_van_msg_release(&m);
+	/* ps-lite's stop: the peer leaves, then TERMINATE to oneself. */
+	rx = (struct self_rx){&a, 0, 0, false};
+	ck_assert_int_eq(pthread_create(&t, NULL, self_rx_loop, &rx), 0);
+	ps_comm_van_destroy(b.van);
+	send_text(&a, 1, "terminate", NULL, 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert(rx.terminated);
+	ck_assert_int_eq(rx.got, 1);
+	send_text(&a, 1, "never received", NULL, 0);
+	ck_assert_int_eq(fabric_sends, 0);
+	count_sends(a.van, false);
+	ck_assert_int_eq(ps_comm_van_stop(a.van), 0);
+	ps_comm_van_destroy(a.van);
+	free(data);
+	free(want);
+}
+END_TEST
+
 START_TEST(test_no_id_yet)
 {
 	struct node s, w;
@@ -325,16 +537,6 @@ START_TEST(test_no_id_yet)
 END_TEST
 
 /* ---------------------------------------------------------- segments */
-
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-}
 
 static int done_calls;
 
@@ -1060,6 +1262,7 @@ static Suite *van_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_bind_ports);
 	tcase_add_test(tc, test_self_and_reconnect);
+	tcase_add_test(tc, test_self_local);
 	tcase_add_test(tc, test_no_id_yet);
 	tcase_add_test(tc, test_segment_sizes);
 	tcase_add_test(tc, test_completion_twice);
