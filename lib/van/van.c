@@ -30,10 +30,10 @@
 /* Messages whose pieces are being received at once, at most. */
 #define PSC_VAN_MAX_INFLIGHT 64
 /*
- * A node this van sent to within PS_COMM_PEER_TIMEOUT that has been
- * silent for PROBE_SEC since then is probed (its address fetched again)
- * once per PROBE_SEC, at most PROBE_MAX of them per round; a probe waits
- * at most PROBE_IO_SEC.
+ * While a thread waits in ps_comm_van_recv, a node it may be waiting on
+ * (probe_silent) that has been silent for PROBE_SEC is probed (its
+ * address fetched again) once per PROBE_SEC, at most PROBE_MAX of them
+ * per round; a probe waits at most PROBE_IO_SEC.
  */
 #define PROBE_SEC 1.0
 #define PROBE_IO_SEC 0.5
@@ -59,7 +59,12 @@ struct van_peer {
 	bool left;		   /* atomic: it said it stopped (PSC_VAN_F_BYE);
 				      a connect clears it */
 	double last_send;	   /* atomic (relaxed, as bits): last send */
+	double alive;		   /* atomic (relaxed, as bits): connected,
+				      or answered a probe */
 	double probed;		   /* receiving thread: last probe */
+	double unanswered;	   /* receiving thread: first probe that
+				      went unanswered since it last showed
+				      it lives */
 };
 
 /* The latest slot a sender id was seen from (receiving thread only). */
@@ -442,6 +447,22 @@ static double peer_last_send(const struct van_peer *p)
 	return t;
 }
 
+/* When node p last showed it lives, besides its frames (see probe). */
+static double peer_alive(const struct van_peer *p)
+{
+	double t;
+
+	__atomic_load(&p->alive, &t, __ATOMIC_RELAXED);
+	return t;
+}
+
+static void peer_set_alive(struct van_peer *p)
+{
+	double t = psc_now();
+
+	__atomic_store(&p->alive, &t, __ATOMIC_RELAXED);
+}
+
 int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 			int port)
 {
@@ -493,6 +514,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 		p->port = port;
 		p->self = ownlen == namelen && memcmp(own, name, namelen) == 0;
 		/* A node connected again is given another chance. */
+		peer_set_alive(p);
 		__atomic_store_n(&p->failed, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&p->left, false, __ATOMIC_RELEASE);
 		p->reported = false;
@@ -1238,16 +1260,41 @@ static bool bye_arrived(struct ps_comm_van *v, struct van_peer *p)
 }
 
 /*
+ * A probe of p got no answer (err says why). p is dead once its probes
+ * have gone unanswered for PS_COMM_PEER_TIMEOUT (or, when set, for
+ * PS_COMM_OP_TIMEOUT) since its last sign of life: connect, a frame, an
+ * answered probe. Only silence counts: a node that answers lives,
+ * however long its messages take.
+ */
+static void silent(struct ps_comm_van *v, struct van_peer *p, const char *err)
+{
+	double heard = PSC_MAX(peer_alive(p), sender_seen(v, p->id));
+	double quiet;
+	char why[700];
+
+	if (p->unanswered <= heard)
+		p->unanswered = p->probed;
+	quiet = psc_now() - p->unanswered;
+	if (quiet >= v->comm.params.peer_timeout) {
+		snprintf(why, sizeof(why), "no answer to its probes for %.1f s "
+			 "(PS_COMM_PEER_TIMEOUT): %s", quiet, err);
+		peer_fail(v, p, PS_COMM_ERR_PEER, why);
+	} else if (v->comm.op_timeout > 0 && quiet >= v->comm.op_timeout) {
+		snprintf(why, sizeof(why), "no answer to its probes for %.1f s "
+			 "(PS_COMM_OP_TIMEOUT): %s", quiet, err);
+		peer_fail(v, p, PS_COMM_ERR_TIMEOUT, why);
+	}
+}
+
+/*
  * Fetch p's address again: a node that answers with its endpoint lives;
  * one whose port refuses, or that serves another endpoint, is gone; one
- * that stays silent for PS_COMM_OP_TIMEOUT after this van's last send to
- * it has failed too.
+ * that does not answer is judged by silent().
  */
 static void probe(struct ps_comm_van *v, struct van_peer *p)
 {
 	uint8_t name[256];
 	size_t namelen = sizeof(name);
-	double last = peer_last_send(p);
 	uint32_t slot;
 	char err[512], why[700];
 	int rc;
@@ -1257,8 +1304,11 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 			   psc_now() + PROBE_IO_SEC, &slot, name, &namelen,
 			   err, sizeof(err));
 	if (!rc) {
-		if (namelen == p->namelen && memcmp(name, p->name, namelen) == 0)
+		if (namelen == p->namelen &&
+		    memcmp(name, p->name, namelen) == 0) {
+			peer_set_alive(p);
 			return;
+		}
 		snprintf(why, sizeof(why), "another endpoint is served at its "
 			 "address now (the node restarted)");
 		peer_fail(v, p, PS_COMM_ERR_PEER, why);
@@ -1269,30 +1319,37 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 		snprintf(why, sizeof(why), "its address server is gone (%s)",
 			 err);
 		peer_fail(v, p, PS_COMM_ERR_PEER, why);
-	} else if (v->comm.op_timeout > 0 &&
-		   psc_now() - last >= v->comm.op_timeout) {
-		snprintf(why, sizeof(why), "silent for %g s after a send to "
-			 "it (PS_COMM_OP_TIMEOUT): %s", psc_now() - last, err);
-		peer_fail(v, p, PS_COMM_ERR_TIMEOUT, why);
+	} else {
+		silent(v, p, err);
 	}
 }
 
+/* Whether a message from node id is being received (receiving thread). */
+static bool receiving_from(const struct ps_comm_van *v, int id)
+{
+	for (const struct van_inflight *in = v->in_head; in; in = in->next)
+		if (in->msg.sender == id && !inflight_done(in))
+			return true;
+	return false;
+}
+
 /*
- * Probe the nodes a caller may be waiting on: sent to within
- * PS_COMM_PEER_TIMEOUT, and silent for PROBE_SEC since both that send
- * and their last frame, unless they said goodbye. With `pending`,
- * instead those that still hold unfinished sends (stop), goodbye or not.
- * At most PROBE_MAX per call, taking turns.
+ * Probe the nodes a waiting receiver may depend on, whatever the fabric
+ * reports (verbs reports nothing about a node that only sends to this
+ * one): every node this van sent to (a request of its may be
+ * unanswered, however long ago it went) and every node whose message is
+ * being received, once silent for PROBE_SEC since both this van's last
+ * send to it and its last frame, unless they said goodbye. With
+ * `pending`, instead those that still hold unfinished sends (stop),
+ * goodbye or not. At most PROBE_MAX per call, taking turns.
  * Peers live until stop, so they can be probed without v->lock.
  */
 static void probe_silent(struct ps_comm_van *v, bool pending)
 {
 	struct van_peer *due[PROBE_MAX];
-	double now = psc_now(), window = v->comm.params.peer_timeout;
+	double now = psc_now();
 	size_t n = 0;
 
-	if (window < PROBE_SEC)
-		window = PROBE_SEC;
 	pthread_mutex_lock(&v->lock);
 	for (size_t k = 0; k < v->npeers && n < PROBE_MAX; k++) {
 		struct van_peer *p = v->peers[(v->probe_next + k) % v->npeers];
@@ -1307,7 +1364,7 @@ static void probe_silent(struct ps_comm_van *v, bool pending)
 			     b = b->next)
 				want = b->peer == p && !batch_done(b);
 		} else {
-			want = sent > 0 && now - sent <= window &&
+			want = (sent > 0 || receiving_from(v, p->id)) &&
 			       now - PSC_MAX(sent, sender_seen(v, p->id)) >=
 				       PROBE_SEC;
 		}

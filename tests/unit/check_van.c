@@ -15,8 +15,13 @@
  * dies reported once by the receiver, its sends failing at once, stop
  * not held up by sends to it, and the node usable again once connected
  * anew; and 50 cycles of start, traffic and a stop while a thread waits
- * in ps_comm_van_recv, each stop within a second.
+ * in ps_comm_van_recv, each stop within a second. Silence: a node that
+ * stops answering (SIGSTOP) while a request waits on it, and one whose
+ * message is half received, reported within PS_COMM_PEER_TIMEOUT and
+ * some seconds; a node that answers three times PS_COMM_PEER_TIMEOUT
+ * late is waited for.
  */
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -991,10 +996,11 @@ static void note_err(void *arg, int err)
 
 /*
  * A child process runs node 8: it connects to node 9 at the port read
- * from `in`, tells its own port on `out`, and takes the first "request"
- * to its grave (SIGKILL: no goodbye).
+ * from `in`, tells its own port on `out`, and on the first "request"
+ * raises sig: SIGKILL takes it to its grave (no goodbye), SIGSTOP leaves
+ * its ports open and silent.
  */
-static void dying_node(int in, int out)
+static void dying_node(int in, int out, int sig)
 {
 	struct node b;
 	ps_comm_van_msg_t m;
@@ -1007,7 +1013,8 @@ static void dying_node(int in, int out)
 	if (ps_comm_van_connect(b.van, 9, HOST, port) != 0)
 		_exit(4);
 	expect(&b, 9, "request", &m);
-	raise(SIGKILL);
+	raise(sig);
+	_exit(6);
 }
 
 /*
@@ -1015,7 +1022,7 @@ static void dying_node(int in, int out)
  * child must not inherit an open fabric) and connect it to the child.
  * Returns the child's pid.
  */
-static pid_t start_dying(struct node *a, int *port)
+static pid_t start_dying(struct node *a, int *port, int sig)
 {
 	int up[2], down[2];
 	pid_t pid;
@@ -1027,7 +1034,7 @@ static pid_t start_dying(struct node *a, int *port)
 	if (pid == 0) {
 		close(up[0]);
 		close(down[1]);
-		dying_node(down[0], up[1]);
+		dying_node(down[0], up[1], sig);
 		_exit(5);
 	}
 	close(up[1]);
@@ -1077,7 +1084,7 @@ START_TEST(test_dead_node)
 	int rc, port, status;
 	pid_t pid;
 
-	pid = start_dying(&a, &port);
+	pid = start_dying(&a, &port, SIGKILL);
 	/*
 	 * b dies before it answers: a must learn it, not wait forever (its
 	 * receive also drives the request's progress).
@@ -1111,6 +1118,143 @@ START_TEST(test_dead_node)
 		ck_assert_int_ne(dead_err, 0);
 	}
 	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/*
+ * A node that stops answering without closing anything (a stopped
+ * process; a dead one whose host dropped off the network looks the
+ * same) while this van waits for its answer: the fabric may never say,
+ * so its unanswered probes must. The receive fails with
+ * PS_COMM_ERR_PEER naming it about PS_COMM_PEER_TIMEOUT after its
+ * probes went unanswered, with PS_COMM_OP_TIMEOUT unset.
+ */
+START_TEST(test_silent_node)
+{
+	struct node a;
+	ps_comm_van_msg_t m;
+	double t0, took;
+	int rc, port, status;
+	pid_t pid;
+
+	setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
+	pid = start_dying(&a, &port, SIGSTOP);
+	unsetenv("PS_COMM_PEER_TIMEOUT");
+	send_text(&a, 8, "request", NULL, 0);
+	t0 = psc_now();
+	rc = ps_comm_van_recv(a.van, &m);
+	took = psc_now() - t0;
+	ck_assert_int_eq(rc, PS_COMM_ERR_PEER);
+	ck_assert_int_eq(m.sender, 8);
+	/* A second of silence, then 2 s of unanswered probes. */
+	ck_assert_msg(took >= 2 && took < 10, "%.1f s", took);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/* A node that answers late: it holds the request for `delay` seconds. */
+struct late {
+	struct node *n;
+	unsigned delay;
+};
+
+static void *answer_late(void *arg)
+{
+	struct late *l = arg;
+	ps_comm_van_msg_t m;
+
+	expect(l->n, 9, "request", &m);
+	ps_comm_van_msg_release(&m);
+	sleep(l->delay);
+	send_text(l->n, 9, "answer", NULL, 0);
+	return NULL;
+}
+
+/*
+ * Liveness, not duration: a node that takes three times
+ * PS_COMM_PEER_TIMEOUT to answer, its process alive all along, is
+ * waited for.
+ */
+START_TEST(test_slow_node_lives)
+{
+	struct node a, b;
+	struct late l = {&b, 3};
+	ps_comm_van_msg_t m;
+	pthread_t t;
+	double t0;
+
+	setenv("PS_COMM_PEER_TIMEOUT", "1", 1);
+	node_up(&a, 9);
+	node_up(&b, 8);
+	unsetenv("PS_COMM_PEER_TIMEOUT");
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+	ck_assert_int_eq(ps_comm_van_connect(b.van, 9, HOST, a.port), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, answer_late, &l), 0);
+	t0 = psc_now();
+	send_text(&a, 8, "request", NULL, 0);
+	expect(&a, 8, "answer", &m);
+	ck_assert(psc_now() - t0 >= l.delay);
+	ps_comm_van_msg_release(&m);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ps_comm_van_destroy(a.van);
+	ps_comm_van_destroy(b.van);
+}
+END_TEST
+
+/* A TCP port on HOST that accepts connections and never answers. */
+static int mute_listener(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port)};
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(inet_pton(AF_INET, HOST, &sa.sin_addr), 1);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+				    sizeof(one)), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	return fd;
+}
+
+/*
+ * A node that this van never sent to, whose message is half received
+ * (its frame came, its segment never does), is waited on too: once its
+ * port stops answering, the receive fails with PS_COMM_ERR_PEER naming
+ * it instead of waiting for ever.
+ */
+START_TEST(test_inflight_sender)
+{
+	static const ps_comm_van_seg_t seg = {NULL, 100000};
+	uint8_t frame[PSC_VAN_FRAME_MIN];
+	struct node a, b;
+	ps_comm_van_msg_t m;
+	bool inl;
+	size_t flen;
+	double t0;
+	int fd;
+
+	setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
+	node_up(&a, 9);
+	unsetenv("PS_COMM_PEER_TIMEOUT");
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+	/* Node 8 goes (it got nothing from a: no goodbye to a)... */
+	ps_comm_van_destroy(b.van);
+	fd = mute_listener(b.port);
+	/* ...and its frame, announcing a segment of its own, arrives. */
+	flen = psc_van_frame_size(4, &seg, 1, PSC_VAN_FRAME_MIN, &inl);
+	psc_van_frame_encode(frame, 8, "push", 4, inl, &seg, 1,
+			     PSC_VAN_FRAME_MIN);
+	send_raw(a.port, true, frame, flen, ps_comm_van_provider(a.van));
+	t0 = psc_now();
+	ck_assert_int_eq(ps_comm_van_recv(a.van, &m), PS_COMM_ERR_PEER);
+	ck_assert_int_eq(m.sender, 8);
+	ck_assert_msg(psc_now() - t0 < 10, "%.1f s", psc_now() - t0);
+	ps_comm_van_destroy(a.van);
+	close(fd);
 }
 END_TEST
 
@@ -1280,6 +1424,12 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_node_left);
 	tcase_add_test(tc, test_stop_while_receiving);
 	tcase_add_test(tc, test_sigterm_default);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("silence");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_silent_node);
+	tcase_add_test(tc, test_slow_node_lives);
+	tcase_add_test(tc, test_inflight_sender);
 	suite_add_tcase(s, tc);
 	return s;
 }
