@@ -1180,12 +1180,12 @@ static void *answer_late(void *arg)
 START_TEST(test_slow_node_lives)
 {
 	struct node a, b;
-	struct late l = {&b, 3};
+	struct late l = {&b, 6};
 	ps_comm_van_msg_t m;
 	pthread_t t;
 	double t0;
 
-	setenv("PS_COMM_PEER_TIMEOUT", "1", 1);
+	setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
 	node_up(&a, 9);
 	node_up(&b, 8);
 	unsetenv("PS_COMM_PEER_TIMEOUT");
