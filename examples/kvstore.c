@@ -6,7 +6,7 @@
  * advertises DMLC_NODE_HOST (default: the root's address when it is a
  * loopback one).
  *
- *   kvstore [-k KEYS] [-s VALUE_BYTES] [-i ROUNDS]
+ *   kvstore [-k KEYS] [-s VALUE_BYTES] [-i ROUNDS] [-v]
  *
  * Nodes register with the scheduler, which gives out ps-lite's ids
  * (scheduler 1, servers 8, 10, ..., workers 9, 11, ...) and the table of
@@ -14,7 +14,8 @@
  * the key's server (key % servers), which adds it up; after a barrier
  * every worker pulls every key back and checks each element against the
  * exact sum (the values are small integers, so sums are exact). Each
- * worker prints its push and pull throughput in 10^6 bytes per second.
+ * worker prints its push and pull throughput in 10^6 bytes per second,
+ * and with -v a line after every round (tests act on it mid-traffic).
  * The exit status is non-zero on any wrong value or error.
  */
 #include <errno.h>
@@ -73,6 +74,7 @@ struct ctx {
 	 */
 	uint32_t die_cmd;
 	long die_after;
+	bool verbose; /* -v: workers report every round */
 };
 
 /* ------------------------------------------------------------ meta */
@@ -434,6 +436,10 @@ static void worker(struct ctx *c)
 		tpull += now_us() * 1e-6 - t;
 		/* Nobody pushes the next round before all pulled this one. */
 		barrier(c);
+		if (c->verbose) {
+			printf("kvstore worker %d: round %d done\n", c->id, r);
+			fflush(stdout);
+		}
 	}
 	printf("kvstore worker %d: %d keys x %zu B, %d rounds: push %.1f "
 	       "MB/s, pull %.1f MB/s, %ld wrong values\n", c->id, c->keys,
@@ -461,9 +467,11 @@ static void worker(struct ctx *c)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: kvstore [-k KEYS] [-s VALUE_BYTES] [-i ROUNDS]\n"
+	fprintf(f, "usage: kvstore [-k KEYS] [-s VALUE_BYTES] [-i ROUNDS] "
+		"[-v]\n"
 		"  default 4 keys of 1M (K/M/G suffixes, a multiple of 4), "
-		"10 rounds\n"
+		"10 rounds;\n"
+		"  -v: workers print a line after every round\n"
 		"  environment: DMLC_ROLE (scheduler, server or worker), "
 		"DMLC_PS_ROOT_URI,\n"
 		"  DMLC_PS_ROOT_PORT, DMLC_NUM_SERVER and DMLC_NUM_WORKER "
@@ -539,6 +547,8 @@ static void parse_opts(struct ex_args *a, struct ctx *c)
 					       v);
 		} else if ((v = ex_value(a, "-i"))) {
 			c->rounds = ex_int(a, "-i", v, 1, INT_MAX, "rounds");
+		} else if (ex_flag(a, "-v")) {
+			c->verbose = true;
 		} else {
 			ex_unknown(a);
 		}

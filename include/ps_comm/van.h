@@ -97,7 +97,10 @@ PS_COMM_API int ps_comm_van_connect(ps_comm_van_t van, int node_id,
  * The buffers must stay valid until done(arg, err) runs (done may be
  * NULL when they outlive the van). Unless the call fails with
  * PS_COMM_ERR_ARG, done runs exactly once, also when the send fails.
- * Pieces of concurrent sends to one node never interleave. Errors:
+ * Pieces of concurrent sends to one node never interleave. A message to
+ * a node id connected at this van's own address never enters the
+ * fabric: it is copied and queued for ps_comm_van_recv, and done runs
+ * before the call returns. Errors:
  * PS_COMM_ERR_PEER for a node id never connected, for a node that
  * failed (see ps_comm_van_recv) or whose connection the provider
  * refuses, and for a node that stopped (its goodbye came), until it is
@@ -113,15 +116,21 @@ PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
  * thread also drives the van's progress and hands back finished sends.
  *
  * A connected node fails when a send to it or a message from it fails
- * (at once when the provider reports it), when a send to it stays
- * unfinished for PS_COMM_OP_TIMEOUT, or when it has not answered for a
- * second after this van sent to it and a fetch of its address then
- * finds its port closed, another endpoint served there, or (after
- * PS_COMM_OP_TIMEOUT) no answer. Each failure is logged with the node's
- * id and address and reported once: the call fails with PS_COMM_ERR_PEER
- * (or PS_COMM_ERR_TIMEOUT for a silent node) and msg->sender holds the
- * node's id; the van keeps running. When ps_comm_van_stop begins while
- * a thread is in here, the call fails with PS_COMM_ERR_CANCELED.
+ * (at once when the provider reports it), or when a send to it stays
+ * unfinished for PS_COMM_OP_TIMEOUT. Whatever the provider reports,
+ * while a thread waits in here every node this van ever sent to, and
+ * every node whose message is being received, is probed once it has
+ * been silent for a second (its address fetched again, once a second):
+ * it fails when its port is closed or another endpoint is served there,
+ * or when its probes have gone unanswered for PS_COMM_PEER_TIMEOUT
+ * (or, when set and shorter, PS_COMM_OP_TIMEOUT) since it last showed
+ * it lives (connect, a message, an answered probe). A node that answers
+ * never fails this way, however long its messages take. Each failure
+ * is logged with the node's id and address and reported once: the call
+ * fails with PS_COMM_ERR_PEER (or PS_COMM_ERR_TIMEOUT for a node silent
+ * past PS_COMM_OP_TIMEOUT) and msg->sender holds the node's id; the van
+ * keeps running. When ps_comm_van_stop begins while a thread is in
+ * here, the call fails with PS_COMM_ERR_CANCELED.
  *
  * Messages come in the order their first frames arrived, so those of one
  * sender keep their order. Messages of different senders have no order,

@@ -30,10 +30,10 @@
 /* Messages whose pieces are being received at once, at most. */
 #define PSC_VAN_MAX_INFLIGHT 64
 /*
- * A node this van sent to within PS_COMM_PEER_TIMEOUT that has been
- * silent for PROBE_SEC since then is probed (its address fetched again)
- * once per PROBE_SEC, at most PROBE_MAX of them per round; a probe waits
- * at most PROBE_IO_SEC.
+ * While a thread waits in ps_comm_van_recv, a node it may be waiting on
+ * (probe_silent) that has been silent for PROBE_SEC is probed (its
+ * address fetched again) once per PROBE_SEC, at most PROBE_MAX of them
+ * per round; a probe waits at most PROBE_IO_SEC.
  */
 #define PROBE_SEC 1.0
 #define PROBE_IO_SEC 0.5
@@ -59,7 +59,12 @@ struct van_peer {
 	bool left;		   /* atomic: it said it stopped (PSC_VAN_F_BYE);
 				      a connect clears it */
 	double last_send;	   /* atomic (relaxed, as bits): last send */
+	double alive;		   /* atomic (relaxed, as bits): connected,
+				      or answered a probe */
 	double probed;		   /* receiving thread: last probe */
+	double unanswered;	   /* receiving thread: first probe that
+				      went unanswered since it last showed
+				      it lives */
 };
 
 /* The latest slot a sender id was seen from (receiving thread only). */
@@ -101,6 +106,9 @@ struct ps_comm_van {
 	uint8_t frame_buf[PSC_VAN_FRAME_MAX];
 	struct van_inflight *in_head, *in_tail; /* being received */
 	size_t in_count;
+	/* Messages to this van itself, under lock; local_n atomic. */
+	struct van_inflight *local_head, *local_tail;
+	unsigned local_n;
 	struct van_sender *senders; /* receiving thread */
 	size_t nsenders, senders_cap;
 	size_t probe_next;	    /* where the next probe round starts */
@@ -439,6 +447,22 @@ static double peer_last_send(const struct van_peer *p)
 	return t;
 }
 
+/* When node p last showed it lives, besides its frames (see probe). */
+static double peer_alive(const struct van_peer *p)
+{
+	double t;
+
+	__atomic_load(&p->alive, &t, __ATOMIC_RELAXED);
+	return t;
+}
+
+static void peer_set_alive(struct van_peer *p)
+{
+	double t = psc_now();
+
+	__atomic_store(&p->alive, &t, __ATOMIC_RELAXED);
+}
+
 int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 			int port)
 {
@@ -490,6 +514,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 		p->port = port;
 		p->self = ownlen == namelen && memcmp(own, name, namelen) == 0;
 		/* A node connected again is given another chance. */
+		peer_set_alive(p);
 		__atomic_store_n(&p->failed, 0, __ATOMIC_RELEASE);
 		__atomic_store_n(&p->left, false, __ATOMIC_RELEASE);
 		p->reported = false;
@@ -696,13 +721,17 @@ static void kick(struct ps_comm_van *v)
 	psc_ep_try_progress(v->comm.ch.ep);
 }
 
+static int deliver_local(struct ps_comm_van *v, const void *meta,
+			 size_t meta_len, const ps_comm_van_seg_t *segs,
+			 size_t nseg);
+
 int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
 		     size_t meta_len, const ps_comm_van_seg_t *segs,
 		     size_t nseg, ps_comm_van_done_fn done, void *arg)
 {
 	struct van_batch *b;
 	struct van_peer *p;
-	bool inline_meta;
+	bool inline_meta, self;
 	size_t flen;
 	int rc;
 
@@ -714,6 +743,16 @@ int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
 		    segs[i].len > (size_t)PTRDIFF_MAX)
 			return PS_COMM_ERR_ARG;
 	reap(v);
+	pthread_mutex_lock(&v->lock);
+	p = peer_find(v, node_id);
+	self = p && p->self;
+	pthread_mutex_unlock(&v->lock);
+	if (self) {
+		rc = deliver_local(v, meta, meta_len, segs, nseg);
+		if (done)
+			done(arg, rc);
+		return rc;
+	}
 	b = batch_new(v, meta, meta_len, segs, nseg, &flen, &inline_meta);
 	if (!b) {
 		if (done)
@@ -722,9 +761,6 @@ int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
 	}
 	b->done = done;
 	b->arg = arg;
-	pthread_mutex_lock(&v->lock);
-	p = peer_find(v, node_id);
-	pthread_mutex_unlock(&v->lock);
 	if (!p) {
 		psc_log(PSC_LOG_WARN, -1, "van: send to node %d, which was "
 			"never connected", node_id);
@@ -843,6 +879,41 @@ static double sender_seen(struct ps_comm_van *v, int id)
 	return 0;
 }
 
+/*
+ * Give msg (zeroed) its sender, a meta buffer of meta_len bytes and room
+ * for nseg segments, which msg_add_seg then fills in order. Returns 0 or
+ * PS_COMM_ERR_NOMEM; ps_comm_van_msg_release frees what it got either
+ * way.
+ */
+static int msg_start(ps_comm_van_msg_t *msg, int sender, size_t meta_len,
+		     size_t nseg)
+{
+	msg->sender = sender;
+	msg->meta = psc_van_buf_alloc(meta_len);
+	msg->segs = nseg ? psc_van_buf_alloc(nseg * sizeof(*msg->segs)) : NULL;
+	if (!msg->meta || (nseg && !msg->segs))
+		return PS_COMM_ERR_NOMEM;
+	msg->meta_len = meta_len;
+	if (nseg)
+		memset(msg->segs, 0, nseg * sizeof(*msg->segs));
+	return 0;
+}
+
+/*
+ * Add msg's next segment: a buffer of len bytes in *buf (NULL when len is
+ * 0). Returns 0 or PS_COMM_ERR_NOMEM.
+ */
+static int msg_add_seg(ps_comm_van_msg_t *msg, size_t len, void **buf)
+{
+	*buf = len ? psc_van_buf_alloc(len) : NULL;
+	if (len && !*buf)
+		return PS_COMM_ERR_NOMEM;
+	msg->segs[msg->nseg].data = *buf;
+	msg->segs[msg->nseg].len = len;
+	msg->nseg++;
+	return 0;
+}
+
 /* Post one receive per piece of frame f from slot into msg's buffers. */
 static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			    const struct psc_van_frame *f,
@@ -850,17 +921,10 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 {
 	ps_comm_van_msg_t *msg = &in->msg;
 	const uint8_t *data = f->segdata;
-	int rc = 0;
+	int rc = msg_start(msg, f->sender, f->meta_len, f->nseg);
 
-	msg->sender = f->sender;
-	msg->meta = psc_van_buf_alloc(f->meta_len);
-	msg->segs = f->nseg ? psc_van_buf_alloc(f->nseg * sizeof(*msg->segs))
-			    : NULL;
-	if (!msg->meta || (f->nseg && !msg->segs))
-		return PS_COMM_ERR_NOMEM;
-	msg->meta_len = f->meta_len;
-	if (f->nseg)
-		memset(msg->segs, 0, f->nseg * sizeof(*msg->segs));
+	if (rc)
+		return rc;
 	if (f->meta)
 		memcpy(msg->meta, f->meta, f->meta_len);
 	else
@@ -868,13 +932,11 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			       (int)slot, PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	for (uint32_t i = 0; !rc && i < f->nseg; i++) {
 		size_t len = (size_t)psc_van_frame_seg_len(f, i);
-		void *buf = len ? psc_van_buf_alloc(len) : NULL;
+		void *buf;
 
-		if (len && !buf)
-			return PS_COMM_ERR_NOMEM;
-		msg->segs[i].data = buf;
-		msg->segs[i].len = len;
-		msg->nseg = i + 1;
+		rc = msg_add_seg(msg, len, &buf);
+		if (rc)
+			return rc;
 		/* An inline segment is never empty (the decoder checks). */
 		if (buf && psc_van_frame_seg_inline(f, i)) {
 			psc_copy(buf, data, len);
@@ -885,6 +947,87 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			       PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	}
 	return rc;
+}
+
+/* Put in behind the messages being received (receiving thread). */
+static void queue_inflight(struct ps_comm_van *v, struct van_inflight *in)
+{
+	if (v->in_tail)
+		v->in_tail->next = in;
+	else
+		v->in_head = in;
+	v->in_tail = in;
+	v->in_count++;
+}
+
+/*
+ * A message to this van itself never enters the fabric: a provider's
+ * connection to its own address is the least tried path there is, and
+ * ps-lite's first message to itself is the TERMINATE of its Stop, sent
+ * while its peers tear their connections down (verbs;ofi_rxm on rxe
+ * crashed inside that post). The message is copied into receive buffers
+ * and queued whole for the receiving thread, which takes it like a frame
+ * that just arrived. Any thread.
+ */
+static int deliver_local(struct ps_comm_van *v, const void *meta,
+			 size_t meta_len, const ps_comm_van_seg_t *segs,
+			 size_t nseg)
+{
+	struct van_inflight *in = calloc(1, sizeof(*in));
+	int rc;
+
+	if (!in)
+		return PS_COMM_ERR_NOMEM;
+	rc = msg_start(&in->msg, __atomic_load_n(&v->my_id, __ATOMIC_RELAXED),
+		       meta_len, nseg);
+	if (!rc && meta_len)
+		memcpy(in->msg.meta, meta, meta_len);
+	for (size_t i = 0; !rc && i < nseg; i++) {
+		void *buf;
+
+		rc = msg_add_seg(&in->msg, segs[i].len, &buf);
+		if (!rc && buf)
+			psc_copy(buf, segs[i].data, segs[i].len);
+	}
+	if (rc) {
+		ps_comm_van_msg_release(&in->msg);
+		free(in);
+		return rc;
+	}
+	pthread_mutex_lock(&v->lock);
+	if (v->local_tail)
+		v->local_tail->next = in;
+	else
+		v->local_head = in;
+	v->local_tail = in;
+	__atomic_add_fetch(&v->local_n, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}
+
+/*
+ * Move the messages this van sent itself behind those being received, in
+ * the order they were sent. Receiving thread, or stop.
+ */
+static void take_local(struct ps_comm_van *v)
+{
+	struct van_inflight *in;
+
+	if (!__atomic_load_n(&v->local_n, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&v->lock);
+	in = v->local_head;
+	v->local_head = NULL;
+	v->local_tail = NULL;
+	__atomic_store_n(&v->local_n, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&v->lock);
+	while (in) {
+		struct van_inflight *next = in->next;
+
+		in->next = NULL;
+		queue_inflight(v, in);
+		in = next;
+	}
 }
 
 /*
@@ -937,12 +1080,7 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 	}
 	in->deadline = psc_comm_op_deadline(&v->comm);
 	in->err = post_pieces_recv(v, slot, &f, in);
-	if (v->in_tail)
-		v->in_tail->next = in;
-	else
-		v->in_head = in;
-	v->in_tail = in;
-	v->in_count++;
+	queue_inflight(v, in);
 }
 
 /* Take the arrived frame and post the next frame receive. */
@@ -1024,8 +1162,8 @@ static bool stopping(struct ps_comm_van *v)
 }
 
 /*
- * Something to do: a frame to take, the oldest message complete, or
- * stop waiting for this thread.
+ * Something to do: a frame to take, a message this van sent itself, the
+ * oldest message complete, or stop waiting for this thread.
  */
 static bool recv_ready(void *arg)
 {
@@ -1033,6 +1171,7 @@ static bool recv_ready(void *arg)
 
 	return (v->frame_req && psc_req_done(v->frame_req) &&
 		v->in_count < PSC_VAN_MAX_INFLIGHT) ||
+	       __atomic_load_n(&v->local_n, __ATOMIC_ACQUIRE) ||
 	       (v->in_head && inflight_done(v->in_head)) || stopping(v);
 }
 
@@ -1121,16 +1260,41 @@ static bool bye_arrived(struct ps_comm_van *v, struct van_peer *p)
 }
 
 /*
+ * A probe of p got no answer (err says why). p is dead once its probes
+ * have gone unanswered for PS_COMM_PEER_TIMEOUT (or, when set, for
+ * PS_COMM_OP_TIMEOUT) since its last sign of life: connect, a frame, an
+ * answered probe. Only silence counts: a node that answers lives,
+ * however long its messages take.
+ */
+static void silent(struct ps_comm_van *v, struct van_peer *p, const char *err)
+{
+	double heard = PSC_MAX(peer_alive(p), sender_seen(v, p->id));
+	double quiet;
+	char why[700];
+
+	if (p->unanswered <= heard)
+		p->unanswered = p->probed;
+	quiet = psc_now() - p->unanswered;
+	if (quiet >= v->comm.params.peer_timeout) {
+		snprintf(why, sizeof(why), "no answer to its probes for %.1f s "
+			 "(PS_COMM_PEER_TIMEOUT): %s", quiet, err);
+		peer_fail(v, p, PS_COMM_ERR_PEER, why);
+	} else if (v->comm.op_timeout > 0 && quiet >= v->comm.op_timeout) {
+		snprintf(why, sizeof(why), "no answer to its probes for %.1f s "
+			 "(PS_COMM_OP_TIMEOUT): %s", quiet, err);
+		peer_fail(v, p, PS_COMM_ERR_TIMEOUT, why);
+	}
+}
+
+/*
  * Fetch p's address again: a node that answers with its endpoint lives;
  * one whose port refuses, or that serves another endpoint, is gone; one
- * that stays silent for PS_COMM_OP_TIMEOUT after this van's last send to
- * it has failed too.
+ * that does not answer is judged by silent().
  */
 static void probe(struct ps_comm_van *v, struct van_peer *p)
 {
 	uint8_t name[256];
 	size_t namelen = sizeof(name);
-	double last = peer_last_send(p);
 	uint32_t slot;
 	char err[512], why[700];
 	int rc;
@@ -1140,8 +1304,11 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 			   psc_now() + PROBE_IO_SEC, &slot, name, &namelen,
 			   err, sizeof(err));
 	if (!rc) {
-		if (namelen == p->namelen && memcmp(name, p->name, namelen) == 0)
+		if (namelen == p->namelen &&
+		    memcmp(name, p->name, namelen) == 0) {
+			peer_set_alive(p);
 			return;
+		}
 		snprintf(why, sizeof(why), "another endpoint is served at its "
 			 "address now (the node restarted)");
 		peer_fail(v, p, PS_COMM_ERR_PEER, why);
@@ -1152,30 +1319,37 @@ static void probe(struct ps_comm_van *v, struct van_peer *p)
 		snprintf(why, sizeof(why), "its address server is gone (%s)",
 			 err);
 		peer_fail(v, p, PS_COMM_ERR_PEER, why);
-	} else if (v->comm.op_timeout > 0 &&
-		   psc_now() - last >= v->comm.op_timeout) {
-		snprintf(why, sizeof(why), "silent for %g s after a send to "
-			 "it (PS_COMM_OP_TIMEOUT): %s", psc_now() - last, err);
-		peer_fail(v, p, PS_COMM_ERR_TIMEOUT, why);
+	} else {
+		silent(v, p, err);
 	}
 }
 
+/* Whether a message from node id is being received (receiving thread). */
+static bool receiving_from(const struct ps_comm_van *v, int id)
+{
+	for (const struct van_inflight *in = v->in_head; in; in = in->next)
+		if (in->msg.sender == id && !inflight_done(in))
+			return true;
+	return false;
+}
+
 /*
- * Probe the nodes a caller may be waiting on: sent to within
- * PS_COMM_PEER_TIMEOUT, and silent for PROBE_SEC since both that send
- * and their last frame, unless they said goodbye. With `pending`,
- * instead those that still hold unfinished sends (stop), goodbye or not.
- * At most PROBE_MAX per call, taking turns.
+ * Probe the nodes a waiting receiver may depend on, whatever the fabric
+ * reports (verbs reports nothing about a node that only sends to this
+ * one): every node this van sent to (a request of its may be
+ * unanswered, however long ago it went) and every node whose message is
+ * being received, once silent for PROBE_SEC since both this van's last
+ * send to it and its last frame, unless they said goodbye. With
+ * `pending`, instead those that still hold unfinished sends (stop),
+ * goodbye or not. At most PROBE_MAX per call, taking turns.
  * Peers live until stop, so they can be probed without v->lock.
  */
 static void probe_silent(struct ps_comm_van *v, bool pending)
 {
 	struct van_peer *due[PROBE_MAX];
-	double now = psc_now(), window = v->comm.params.peer_timeout;
+	double now = psc_now();
 	size_t n = 0;
 
-	if (window < PROBE_SEC)
-		window = PROBE_SEC;
 	pthread_mutex_lock(&v->lock);
 	for (size_t k = 0; k < v->npeers && n < PROBE_MAX; k++) {
 		struct van_peer *p = v->peers[(v->probe_next + k) % v->npeers];
@@ -1190,7 +1364,7 @@ static void probe_silent(struct ps_comm_van *v, bool pending)
 			     b = b->next)
 				want = b->peer == p && !batch_done(b);
 		} else {
-			want = sent > 0 && now - sent <= window &&
+			want = (sent > 0 || receiving_from(v, p->id)) &&
 			       now - PSC_MAX(sent, sender_seen(v, p->id)) >=
 				       PROBE_SEC;
 		}
@@ -1231,6 +1405,7 @@ static int recv_loop(struct ps_comm_van *v, ps_comm_van_msg_t *msg)
 			if (rc)
 				return rc;
 		}
+		take_local(v);
 		take_frames(v);
 		if (v->in_head && (inflight_done(v->in_head) ||
 				   (v->in_head->deadline > 0 &&
@@ -1366,6 +1541,7 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	v->server = NULL;
 	if (v->frame_req)
 		psc_req_cancel(&v->frame_req);
+	take_local(v);
 	drop_inflight(v);
 	/* Cancel what is left; the buffers are free once the ep is closed. */
 	for (b = v->pending; b; b = b->next)

@@ -1,12 +1,16 @@
 #!/bin/sh
 # The ps-lite van on tcp, net and shm: its Check suite (bind, connect, self-
 # sends, no-id senders, 8 sending threads, 0 B/1 B/64 MiB segments, stop
-# and start, bad frames, unreachable peers) under each provider, then the
+# and start, bad frames, unreachable, dead and silent peers) under each
+# provider, then the
 # kvstore example as separate processes started the way ps-lite starts a
 # job (DMLC_* variables): 1 scheduler + 2 servers + 2 workers and
 # 1 + 1 + 4, each worker checking every pulled value against the exact
-# sum and exiting non-zero on any difference; and a server killed with
-# SIGKILL in the middle of the traffic, which the worker must report.
+# sum and exiting non-zero on any difference; a server killed with
+# SIGKILL in the middle of the traffic, which the worker must report;
+# and a server stopped (SIGSTOP) in the middle of the traffic, which
+# neither the fabric nor a closed port reports: the worker must find it
+# by its unanswered probes within PS_COMM_PEER_TIMEOUT.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/unit/check_van"
 KV="$top_builddir/examples/kvstore"
@@ -144,6 +148,62 @@ for prov in tcp net shm; do
 	want "$prov" && have_provider "$prov" || continue
 	kvstore_kill "$prov" 0.3
 	kvstore_kill "$prov" 1.5
+done
+
+# kvstore_stop PROVIDER: SIGSTOP the server of a 1+1+1 job once the
+# worker has finished a round (so it waits on the server's replies from
+# then on). A stopped server closes nothing and answers nothing, like a
+# node that died where the fabric does not say so (verbs) or whose host
+# dropped off the network. The worker, with PS_COMM_PEER_TIMEOUT=3, must
+# name node 8 and exit non-zero within 15 s; the scheduler, whose
+# timeout is far away, must not be the one that gave up.
+kvstore_stop() {
+	prov=$1
+	log=$(mktemp)
+	free_port
+	export FI_PROVIDER=$prov DMLC_PS_ROOT_URI=127.0.0.1 \
+		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
+	DMLC_ROLE=scheduler PS_COMM_PEER_TIMEOUT=600 timeout 60 "$KV" -k 4 \
+		-s 65536 -i 1000000 >/dev/null 2>&1 &
+	sched=$!
+	DMLC_ROLE=server "$KV" -k 4 -s 65536 -i 1000000 >/dev/null 2>&1 &
+	server=$!
+	DMLC_ROLE=worker PS_COMM_PEER_TIMEOUT=3 timeout 60 "$KV" -v -k 4 \
+		-s 65536 -i 1000000 >"$log" 2>&1 &
+	worker=$!
+	unset FI_PROVIDER DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_SERVER \
+		DMLC_NUM_WORKER
+	# The worker's first round: the server serves it.
+	i=0
+	while ! grep -q "round 1 done" "$log" && kill -0 "$worker" 2>/dev/null &&
+		[ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -STOP "$server"
+	t0=$(date +%s.%N)
+	wait "$worker"
+	wrc=$?
+	took=$(echo "$t0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
+	kill -9 "$server" "$sched" 2>/dev/null
+	wait "$server" 2>/dev/null
+	wait "$sched" 2>/dev/null
+	rm -f "/dev/shm/$server:0:0"
+	if [ $wrc -ne 0 ] && [ $wrc -ne 124 ] &&
+		awk "BEGIN { exit !($took <= 15) }" &&
+		grep -q "kvstore: node 8 failed" "$log"; then
+		ok "kvstore on $prov: server stopped, worker out in $took s:" \
+			"$(grep 'kvstore: node' "$log" | tail -1)"
+	else
+		not_ok "kvstore on $prov: server stopped (worker $wrc, $took s)"
+		sed 's/^/#   /' "$log" | tail -5
+	fi
+	rm -f "$log"
+}
+
+for prov in tcp net shm; do
+	want "$prov" && have_provider "$prov" || continue
+	kvstore_stop "$prov"
 done
 
 # The check can fail: a server that adds wrongly must make workers fail.

@@ -2,7 +2,8 @@
  * Unit tests for the van (lib/van/), with several vans in one process on
  * whatever provider FI_PROVIDER selects (tests/mp/van.sh runs this on tcp,
  * net and shm): the frame codec and its refusals; the scheduler's fixed port
- * and a taken port with and without retry; self-sends; connecting again
+ * and a taken port with and without retry; self-sends, which never reach
+ * the provider, also in ps-lite's stop sequence; connecting again
  * and again; a node sending before it has an id; eight threads sending
  * while one receives, checked for order and content; segments of 0 B,
  * 1 B and 64 MiB compared bitwise; a provider completing a segment's
@@ -14,8 +15,13 @@
  * dies reported once by the receiver, its sends failing at once, stop
  * not held up by sends to it, and the node usable again once connected
  * anew; and 50 cycles of start, traffic and a stop while a thread waits
- * in ps_comm_van_recv, each stop within a second.
+ * in ps_comm_van_recv, each stop within a second. Silence: a node that
+ * stops answering (SIGSTOP) while a request waits on it, and one whose
+ * message is half received, reported within PS_COMM_PEER_TIMEOUT and
+ * some seconds; a node that answers three times PS_COMM_PEER_TIMEOUT
+ * late is waited for.
  */
+#include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -86,6 +92,17 @@ static void say_hello(struct node *from, int from_id, struct node *to,
 	send_text(from, to_id, meta, NULL, 0);
 	expect(to, from_id, meta, &m);
 	ps_comm_van_msg_release(&m);
+}
+
+/* Pseudo-random bytes from seed. */
+static void fill(uint8_t *p, size_t n, unsigned seed)
+{
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
 }
 
 /* ------------------------------------------------------------ frame */
@@ -304,6 +321,206 @@ START_TEST(test_self_and_reconnect)
 }
 END_TEST
 
+/*
+ * Every call that could carry a message out of a's endpoint, counted:
+ * the tagged and untagged sends that pscomm's posts use.
+ */
+static struct fi_ops_tagged *real_tagged, counted_tagged;
+static struct fi_ops_msg *real_msg, counted_msg;
+static int fabric_sends;
+
+static void sent_one(void)
+{
+	__atomic_add_fetch(&fabric_sends, 1, __ATOMIC_RELAXED);
+}
+
+static ssize_t c_tsend(struct fid_ep *ep, const void *buf, size_t len,
+		       void *desc, fi_addr_t dest, uint64_t tag, void *ctx)
+{
+	sent_one();
+	return real_tagged->send(ep, buf, len, desc, dest, tag, ctx);
+}
+
+static ssize_t c_tsenddata(struct fid_ep *ep, const void *buf, size_t len,
+			   void *desc, uint64_t data, fi_addr_t dest,
+			   uint64_t tag, void *ctx)
+{
+	sent_one();
+	return real_tagged->senddata(ep, buf, len, desc, data, dest, tag, ctx);
+}
+
+static ssize_t c_tinject(struct fid_ep *ep, const void *buf, size_t len,
+			 fi_addr_t dest, uint64_t tag)
+{
+	sent_one();
+	return real_tagged->inject(ep, buf, len, dest, tag);
+}
+
+static ssize_t c_tinjectdata(struct fid_ep *ep, const void *buf, size_t len,
+			     uint64_t data, fi_addr_t dest, uint64_t tag)
+{
+	sent_one();
+	return real_tagged->injectdata(ep, buf, len, data, dest, tag);
+}
+
+static ssize_t c_sendv(struct fid_ep *ep, const struct iovec *iov,
+		       void **desc, size_t n, fi_addr_t dest, void *ctx)
+{
+	sent_one();
+	return real_msg->sendv(ep, iov, desc, n, dest, ctx);
+}
+
+static ssize_t c_senddata(struct fid_ep *ep, const void *buf, size_t len,
+			  void *desc, uint64_t data, fi_addr_t dest, void *ctx)
+{
+	sent_one();
+	return real_msg->senddata(ep, buf, len, desc, data, dest, ctx);
+}
+
+static ssize_t c_inject(struct fid_ep *ep, const void *buf, size_t len,
+			fi_addr_t dest)
+{
+	sent_one();
+	return real_msg->inject(ep, buf, len, dest);
+}
+
+static ssize_t c_injectdata(struct fid_ep *ep, const void *buf, size_t len,
+			    uint64_t data, fi_addr_t dest)
+{
+	sent_one();
+	return real_msg->injectdata(ep, buf, len, data, dest);
+}
+
+/* Count the sends of van v's endpoint (on) or stop counting (off). */
+static void count_sends(ps_comm_van_t v, bool on)
+{
+	struct fid_ep *ep = psc_van_ep(v)->fab.ep;
+
+	if (!on) {
+		ep->tagged = real_tagged;
+		ep->msg = real_msg;
+		return;
+	}
+	real_tagged = ep->tagged;
+	real_msg = ep->msg;
+	counted_tagged = *real_tagged;
+	counted_msg = *real_msg;
+	counted_tagged.send = c_tsend;
+	counted_tagged.senddata = c_tsenddata;
+	counted_tagged.inject = c_tinject;
+	counted_tagged.injectdata = c_tinjectdata;
+	counted_msg.sendv = c_sendv;
+	counted_msg.senddata = c_senddata;
+	counted_msg.inject = c_inject;
+	counted_msg.injectdata = c_injectdata;
+	ep->tagged = &counted_tagged;
+	ep->msg = &counted_msg;
+	fabric_sends = 0;
+}
+
+static int self_done, self_err;
+
+static void note_self_done(void *arg, int err)
+{
+	(void)arg;
+	__atomic_add_fetch(&self_done, 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&self_err, err, __ATOMIC_RELAXED);
+}
+
+/* A receiving thread like ps-lite's: it ends on a "terminate". */
+struct self_rx {
+	struct node *n;
+	int got, rc;
+	bool terminated;
+};
+
+static void *self_rx_loop(void *arg)
+{
+	struct self_rx *r = arg;
+	ps_comm_van_msg_t m;
+
+	while ((r->rc = ps_comm_van_recv(r->n->van, &m)) == 0) {
+		bool end = m.sender == 1 && m.meta_len == 9 &&
+			   memcmp(m.meta, "terminate", 9) == 0;
+
+		ps_comm_van_msg_release(&m);
+		r->got++;
+		if (end) {
+			r->terminated = true;
+			break;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A message to the van itself never enters the fabric, in normal
+ * operation and in ps-lite's stop sequence (its peers said goodbye, then
+ * a TERMINATE to itself ends its receiving thread): no send call reaches
+ * the provider, the buffers go back (done) before the send returns, and
+ * the receiver gets every segment, bit for bit and in order. A message
+ * still queued at stop is released with the van.
+ */
+START_TEST(test_self_local)
+{
+	size_t big = (size_t)1 << 20;
+	uint8_t one = 0x5a, *data = malloc(big), *want = malloc(big);
+	ps_comm_van_seg_t segs[3] = {{NULL, 0}, {&one, 1}, {data, big}};
+	struct self_rx rx;
+	struct node a, b;
+	ps_comm_van_msg_t m;
+	pthread_t t;
+
+	ck_assert(data && want);
+	fill(data, big, 3);
+	memcpy(want, data, big);
+	node_up(&a, 1);
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 1, HOST, a.port), 0);
+	say_hello(&a, 1, &b, 8, "hello");
+	say_hello(&b, 8, &a, 1, "answer");
+	count_sends(a.van, true);
+	self_done = 0;
+	self_err = -1;
+	ck_assert_int_eq(ps_comm_van_send(a.van, 1, "first", 5, NULL, 0,
+					  note_self_done, NULL), 0);
+	ck_assert_int_eq(ps_comm_van_send(a.van, 1, "segs", 4, segs, 3,
+					  note_self_done, NULL), 0);
+	ck_assert_int_eq(fabric_sends, 0);
+	/* Copied: the caller has its buffers back already. */
+	ck_assert_int_eq(self_done, 2);
+	ck_assert_int_eq(self_err, 0);
+	memset(data, 0, big);
+	one = 0;
+	expect(&a, 1, "first", &m);
+	ck_assert_uint_eq(m.nseg, 0);
+	ps_comm_van_msg_release(&m);
+	expect(&a, 1, "segs", &m);
+	ck_assert_uint_eq(m.nseg, 3);
+	ck_assert_uint_eq(m.segs[0].len, 0);
+	ck_assert_uint_eq(m.segs[1].len, 1);
+	ck_assert_uint_eq(((uint8_t *)m.segs[1].data)[0], 0x5a);
+	ck_assert_uint_eq(m.segs[2].len, big);
+	ck_assert(memcmp(m.segs[2].data, want, big) == 0);
+	ps_comm_van_msg_release(&m);
+	/* ps-lite's stop: the peer leaves, then TERMINATE to oneself. */
+	rx = (struct self_rx){&a, 0, 0, false};
+	ck_assert_int_eq(pthread_create(&t, NULL, self_rx_loop, &rx), 0);
+	ps_comm_van_destroy(b.van);
+	send_text(&a, 1, "terminate", NULL, 0);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert(rx.terminated);
+	ck_assert_int_eq(rx.got, 1);
+	send_text(&a, 1, "never received", NULL, 0);
+	ck_assert_int_eq(fabric_sends, 0);
+	count_sends(a.van, false);
+	ck_assert_int_eq(ps_comm_van_stop(a.van), 0);
+	ps_comm_van_destroy(a.van);
+	free(data);
+	free(want);
+}
+END_TEST
+
 START_TEST(test_no_id_yet)
 {
 	struct node s, w;
@@ -325,16 +542,6 @@ START_TEST(test_no_id_yet)
 END_TEST
 
 /* ---------------------------------------------------------- segments */
-
-static void fill(uint8_t *p, size_t n, unsigned seed)
-{
-	uint32_t x = seed * 2654435761u + 1;
-
-	for (size_t i = 0; i < n; i++) {
-		x = x * 1103515245u + 12345u;
-		p[i] = (uint8_t)(x >> 16);
-	}
-}
 
 static int done_calls;
 
@@ -789,10 +996,11 @@ static void note_err(void *arg, int err)
 
 /*
  * A child process runs node 8: it connects to node 9 at the port read
- * from `in`, tells its own port on `out`, and takes the first "request"
- * to its grave (SIGKILL: no goodbye).
+ * from `in`, tells its own port on `out`, and on the first "request"
+ * raises sig: SIGKILL takes it to its grave (no goodbye), SIGSTOP leaves
+ * its ports open and silent.
  */
-static void dying_node(int in, int out)
+static void dying_node(int in, int out, int sig)
 {
 	struct node b;
 	ps_comm_van_msg_t m;
@@ -805,7 +1013,8 @@ static void dying_node(int in, int out)
 	if (ps_comm_van_connect(b.van, 9, HOST, port) != 0)
 		_exit(4);
 	expect(&b, 9, "request", &m);
-	raise(SIGKILL);
+	raise(sig);
+	_exit(6);
 }
 
 /*
@@ -813,7 +1022,7 @@ static void dying_node(int in, int out)
  * child must not inherit an open fabric) and connect it to the child.
  * Returns the child's pid.
  */
-static pid_t start_dying(struct node *a, int *port)
+static pid_t start_dying(struct node *a, int *port, int sig)
 {
 	int up[2], down[2];
 	pid_t pid;
@@ -825,7 +1034,7 @@ static pid_t start_dying(struct node *a, int *port)
 	if (pid == 0) {
 		close(up[0]);
 		close(down[1]);
-		dying_node(down[0], up[1]);
+		dying_node(down[0], up[1], sig);
 		_exit(5);
 	}
 	close(up[1]);
@@ -875,7 +1084,7 @@ START_TEST(test_dead_node)
 	int rc, port, status;
 	pid_t pid;
 
-	pid = start_dying(&a, &port);
+	pid = start_dying(&a, &port, SIGKILL);
 	/*
 	 * b dies before it answers: a must learn it, not wait forever (its
 	 * receive also drives the request's progress).
@@ -909,6 +1118,143 @@ START_TEST(test_dead_node)
 		ck_assert_int_ne(dead_err, 0);
 	}
 	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/*
+ * A node that stops answering without closing anything (a stopped
+ * process; a dead one whose host dropped off the network looks the
+ * same) while this van waits for its answer: the fabric may never say,
+ * so its unanswered probes must. The receive fails with
+ * PS_COMM_ERR_PEER naming it about PS_COMM_PEER_TIMEOUT after its
+ * probes went unanswered, with PS_COMM_OP_TIMEOUT unset.
+ */
+START_TEST(test_silent_node)
+{
+	struct node a;
+	ps_comm_van_msg_t m;
+	double t0, took;
+	int rc, port, status;
+	pid_t pid;
+
+	setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
+	pid = start_dying(&a, &port, SIGSTOP);
+	unsetenv("PS_COMM_PEER_TIMEOUT");
+	send_text(&a, 8, "request", NULL, 0);
+	t0 = psc_now();
+	rc = ps_comm_van_recv(a.van, &m);
+	took = psc_now() - t0;
+	ck_assert_int_eq(rc, PS_COMM_ERR_PEER);
+	ck_assert_int_eq(m.sender, 8);
+	/* A second of silence, then 2 s of unanswered probes. */
+	ck_assert_msg(took >= 2 && took < 10, "%.1f s", took);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/* A node that answers late: it holds the request for `delay` seconds. */
+struct late {
+	struct node *n;
+	unsigned delay;
+};
+
+static void *answer_late(void *arg)
+{
+	struct late *l = arg;
+	ps_comm_van_msg_t m;
+
+	expect(l->n, 9, "request", &m);
+	ps_comm_van_msg_release(&m);
+	sleep(l->delay);
+	send_text(l->n, 9, "answer", NULL, 0);
+	return NULL;
+}
+
+/*
+ * Liveness, not duration: a node that takes three times
+ * PS_COMM_PEER_TIMEOUT to answer, its process alive all along, is
+ * waited for.
+ */
+START_TEST(test_slow_node_lives)
+{
+	struct node a, b;
+	struct late l = {&b, 6};
+	ps_comm_van_msg_t m;
+	pthread_t t;
+	double t0;
+
+	setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
+	node_up(&a, 9);
+	node_up(&b, 8);
+	unsetenv("PS_COMM_PEER_TIMEOUT");
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+	ck_assert_int_eq(ps_comm_van_connect(b.van, 9, HOST, a.port), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, answer_late, &l), 0);
+	t0 = psc_now();
+	send_text(&a, 8, "request", NULL, 0);
+	expect(&a, 8, "answer", &m);
+	ck_assert(psc_now() - t0 >= l.delay);
+	ps_comm_van_msg_release(&m);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ps_comm_van_destroy(a.van);
+	ps_comm_van_destroy(b.van);
+}
+END_TEST
+
+/* A TCP port on HOST that accepts connections and never answers. */
+static int mute_listener(int port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)port)};
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(inet_pton(AF_INET, HOST, &sa.sin_addr), 1);
+	ck_assert_int_eq(setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one,
+				    sizeof(one)), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 64), 0);
+	return fd;
+}
+
+/*
+ * A node that this van never sent to, whose message is half received
+ * (its frame came, its segment never does), is waited on too: once its
+ * port stops answering, the receive fails with PS_COMM_ERR_PEER naming
+ * it instead of waiting for ever.
+ */
+START_TEST(test_inflight_sender)
+{
+	static const ps_comm_van_seg_t seg = {NULL, 100000};
+	uint8_t frame[PSC_VAN_FRAME_MIN];
+	struct node a, b;
+	ps_comm_van_msg_t m;
+	bool inl;
+	size_t flen;
+	double t0;
+	int fd;
+
+	setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
+	node_up(&a, 9);
+	unsetenv("PS_COMM_PEER_TIMEOUT");
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+	/* Node 8 goes (it got nothing from a: no goodbye to a)... */
+	ps_comm_van_destroy(b.van);
+	fd = mute_listener(b.port);
+	/* ...and its frame, announcing a segment of its own, arrives. */
+	flen = psc_van_frame_size(4, &seg, 1, PSC_VAN_FRAME_MIN, &inl);
+	psc_van_frame_encode(frame, 8, "push", 4, inl, &seg, 1,
+			     PSC_VAN_FRAME_MIN);
+	send_raw(a.port, true, frame, flen, ps_comm_van_provider(a.van));
+	t0 = psc_now();
+	ck_assert_int_eq(ps_comm_van_recv(a.van, &m), PS_COMM_ERR_PEER);
+	ck_assert_int_eq(m.sender, 8);
+	ck_assert_msg(psc_now() - t0 < 10, "%.1f s", psc_now() - t0);
+	ps_comm_van_destroy(a.van);
+	close(fd);
 }
 END_TEST
 
@@ -1060,6 +1406,7 @@ static Suite *van_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_bind_ports);
 	tcase_add_test(tc, test_self_and_reconnect);
+	tcase_add_test(tc, test_self_local);
 	tcase_add_test(tc, test_no_id_yet);
 	tcase_add_test(tc, test_segment_sizes);
 	tcase_add_test(tc, test_completion_twice);
@@ -1077,6 +1424,12 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_node_left);
 	tcase_add_test(tc, test_stop_while_receiving);
 	tcase_add_test(tc, test_sigterm_default);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("silence");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_silent_node);
+	tcase_add_test(tc, test_slow_node_lives);
+	tcase_add_test(tc, test_inflight_sender);
 	suite_add_tcase(s, tc);
 	return s;
 }
