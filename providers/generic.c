@@ -4,7 +4,9 @@
  * where their provider differs.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
@@ -162,6 +164,81 @@ const char *const psc_rxm_agree_env[] = {
 	"FI_OFI_RXM_SAR_LIMIT",
 	NULL,
 };
+
+/* A size_t variable of rxm's, or def when unset or not a number. */
+static size_t rxm_env_size(const char *name, size_t def)
+{
+	const char *v = getenv(name);
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return def;
+	n = strtoull(v, &end, 0);
+	return *end || !n ? def : (size_t)n;
+}
+
+/* A boolean as libfabric reads it (1/0, yes/no, on/off, true/false). */
+static bool rxm_env_bool(const char *name, bool def)
+{
+	static const char *const yes[] = {"1", "yes", "on", "true"};
+	static const char *const no[] = {"0", "no", "off", "false"};
+	const char *v = getenv(name);
+
+	for (size_t i = 0; v && i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (strcasecmp(v, yes[i]) == 0)
+			return true;
+		if (strcasecmp(v, no[i]) == 0)
+			return false;
+	}
+	return def;
+}
+
+/* rxm's message queue depths per connection (libfabric 1.17 defaults). */
+#define RXM_MSG_RXTX_SIZE 128
+#define RXM_MSG_SRX_SIZE 4096
+/* The largest CQ soft-RoCE (rxe) creates: its max_cqe. */
+#define RXE_MAX_CQE 32767
+
+void psc_rxm_explain_open_error(const struct fi_info *info, bool srx_default,
+				const char *step, int err, size_t universe,
+				char *buf, size_t len)
+{
+	bool srx = rxm_env_bool("FI_OFI_RXM_USE_SRX", srx_default);
+	size_t tx, rx, per_peer, fixed, most;
+	char terms[128];
+
+	buf[0] = '\0';
+	/* rxm opens its connections' CQ when the endpoint is enabled. */
+	if (!strstr(info->fabric_attr->prov_name, "ofi_rxm") ||
+	    strcmp(step, "fi_enable") != 0 ||
+	    (err != -FI_EINVAL && err != -FI_ENOMEM))
+		return;
+	tx = rxm_env_size("FI_OFI_RXM_MSG_TX_SIZE", RXM_MSG_RXTX_SIZE);
+	rx = rxm_env_size("FI_OFI_RXM_MSG_RX_SIZE",
+			  srx ? RXM_MSG_SRX_SIZE : RXM_MSG_RXTX_SIZE);
+	/* A shared receive context is counted once, not per connection. */
+	per_peer = tx + (srx ? 0 : rx);
+	fixed = srx ? rx : 0;
+	if (srx)
+		snprintf(terms, sizeof(terms), "FI_OFI_RXM_MSG_RX_SIZE %zu + "
+			 "FI_OFI_RXM_MSG_TX_SIZE %zu x", rx, tx);
+	else
+		snprintf(terms, sizeof(terms), "(FI_OFI_RXM_MSG_TX_SIZE %zu + "
+			 "FI_OFI_RXM_MSG_RX_SIZE %zu) x", tx, rx);
+	most = RXE_MAX_CQE > fixed ? (RXE_MAX_CQE - fixed) / per_peer : 0;
+	snprintf(buf, len, "rxm opens the completion queue of its "
+		 "connections here, for %s FI_UNIVERSE_SIZE %zu = %zu "
+		 "entries, and an RDMA device refuses a CQ larger than its "
+		 "max_cqe (`ibv_devinfo -v`; soft-RoCE rxe: %d, which allows "
+		 "FI_UNIVERSE_SIZE %zu at most). Set FI_UNIVERSE_SIZE to at "
+		 "most (max_cqe - %zu) / %zu on every rank, or lower "
+		 "FI_OFI_RXM_MSG_TX_SIZE and FI_OFI_RXM_MSG_RX_SIZE%s",
+		 terms, universe, fixed + per_peer * universe, RXE_MAX_CQE,
+		 most, fixed, per_peer,
+		 srx ? "" : ", or set FI_OFI_RXM_USE_SRX=1 (one receive "
+			    "queue for all connections)");
+}
 
 const struct psc_provider_ops psc_generic_ops = {
 	.size = sizeof(struct psc_provider_ops),

@@ -160,6 +160,18 @@ struct psc_provider_ops {
 	 * for families without such files (left NULL by the lookup too).
 	 */
 	void (*remove_regions)(const void *addr, size_t addrlen, int pid);
+	/*
+	 * Explain, with the fix, why opening an endpoint of entry info
+	 * failed with err (a negative FI_E* code) at step, the libfabric
+	 * call that failed ("fi_enable" ...); universe is the
+	 * FI_UNIVERSE_SIZE in effect. Writes a NUL-terminated string into
+	 * buf, empty when the family knows nothing more than err says.
+	 * NULL for families without such knowledge (left NULL by the lookup
+	 * too).
+	 */
+	void (*explain_open_error)(const struct fi_info *info,
+				   const char *step, int err, size_t universe,
+				   char *buf, size_t len);
 };
 
 /*
@@ -251,6 +263,18 @@ unsigned psc_tag_bits_from_format(uint64_t fmt);
  * agree_env: ranks must split messages alike.
  */
 extern const char *const psc_rxm_agree_env[];
+
+/*
+ * explain_open_error for families layered under ofi_rxm: rxm opens the
+ * completion queue of its connections at fi_enable, sized by
+ * FI_UNIVERSE_SIZE, and a device may refuse one that large (soft-RoCE
+ * rxe holds 32,767 entries). srx_default says whether rxm shares one
+ * receive context among connections on this family unless
+ * FI_OFI_RXM_USE_SRX says otherwise (tcp: yes, verbs: no).
+ */
+void psc_rxm_explain_open_error(const struct fi_info *info, bool srx_default,
+				const char *step, int err, size_t universe,
+				char *buf, size_t len);
 
 extern const struct psc_provider_ops psc_generic_ops;
 extern const struct psc_provider_ops psc_tcp_ops;

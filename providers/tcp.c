@@ -23,7 +23,9 @@ static const struct psc_tunable tcp_tunables[] = {
 	{"FI_TCP_PORT_HIGH_RANGE", "highest port the provider listens on"},
 	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit; must be the same on "
 				   "every rank"},
-	{"FI_UNIVERSE_SIZE", "peers rxm sizes its queues for (256)"},
+	{"FI_UNIVERSE_SIZE", "peers rxm sizes its completion queue for; "
+			     "pscomm sets it to the job size up to "
+			     "libfabric's default of 1024 unless set"},
 	{NULL, NULL},
 };
 
@@ -49,6 +51,14 @@ static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	psc_caps_chunk_max(c, TCP_CHUNK);
 }
 
+/* rxm shares one receive context among tcp connections by default. */
+static void tcp_explain_open_error(const struct fi_info *info,
+				   const char *step, int err, size_t universe,
+				   char *buf, size_t len)
+{
+	psc_rxm_explain_open_error(info, true, step, err, universe, buf, len);
+}
+
 const struct psc_provider_ops psc_tcp_ops = {
 	.size = sizeof(struct psc_provider_ops),
 	.name = "tcp",
@@ -56,4 +66,5 @@ const struct psc_provider_ops psc_tcp_ops = {
 	.tunables = tcp_tunables,
 	.agree_env = psc_rxm_agree_env,
 	.iface_env = "FI_TCP_IFACE",
+	.explain_open_error = tcp_explain_open_error,
 };

@@ -34,8 +34,11 @@ static const struct psc_tunable verbs_tunables[] = {
 				 "rendezvous (128 KiB)"},
 	{"FI_OFI_RXM_USE_SRX", "1: shared receive context, saves memory in "
 			       "large jobs"},
-	{"FI_UNIVERSE_SIZE", "peers rxm sizes its queues for (256); set it "
-			     "to the job size when larger"},
+	{"FI_UNIVERSE_SIZE", "peers rxm sizes its connections' completion "
+			     "queue for: (128 + 128) x it entries, which "
+			     "must fit the device's max_cqe (rxe: 32767); "
+			     "pscomm sets it to the job size up to "
+			     "libfabric's default of 1024 unless set"},
 	{"RDMAV_FORK_SAFE", "1 before the device is opened if the program "
 			    "forks (pscomm sets it)"},
 	{NULL, "iWARP: cq_data_size is 0, so nothing travels in CQ data"},
@@ -94,6 +97,15 @@ static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 		c->cq_data_size = 0;
 }
 
+/* rxm gives each verbs connection its own receive queue by default. */
+static void verbs_explain_open_error(const struct fi_info *info,
+				     const char *step, int err,
+				     size_t universe, char *buf, size_t len)
+{
+	psc_rxm_explain_open_error(info, false, step, err, universe, buf,
+				   len);
+}
+
 const struct psc_provider_ops psc_verbs_ops = {
 	.size = sizeof(struct psc_provider_ops),
 	.name = "verbs",
@@ -103,6 +115,7 @@ const struct psc_provider_ops psc_verbs_ops = {
 	.gid_env = "FI_VERBS_GID_IDX",
 	.iface_env = "FI_VERBS_IFACE",
 	.fork_env = "RDMAV_FORK_SAFE",
+	.explain_open_error = verbs_explain_open_error,
 	.missing_hint = "no RDMA device; for RoCE load rdma_rxe or install "
 			"the NIC driver (rdma-core, `ibv_devices` lists "
 			"devices)",

@@ -30,7 +30,7 @@ struct ps_comm {
 	uint32_t coll_seq;     /* collectives started on this communicator */
 	double op_timeout;     /* seconds, 0 = none */
 	char provider[64];
-	char last_error[512];
+	char last_error[1024];
 };
 
 /* Record a diagnostic on comm (lock not required). */

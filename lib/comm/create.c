@@ -468,8 +468,8 @@ static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 {
 	struct psc_boot_plan plan;
-	struct psc_ep_config cfg = {&c->params, NULL, 0, PSC_ROLE_ANY, false,
-				     false};
+	struct psc_ep_config cfg = {.params = &c->params,
+				     .role = PSC_ROLE_ANY};
 	struct psc_boot_record me;
 	struct boot_ctx b = {.c = c, .me = &me};
 	enum fabrics mode;
@@ -485,6 +485,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	if (rc)
 		return rc;
 	cfg.rank = c->ch.rank;
+	cfg.universe = c->ch.size;
 	if (psc_boot_plan(&plan, &c->params, attr, c->ch.rank, c->ch.size,
 			  err, sizeof(err))) {
 		psc_comm_set_error(c, "%s", err);

@@ -283,7 +283,7 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	int rc;
 
 	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
-	psc_preflight_env(cfg->params, cfg->rank);
+	psc_preflight_env(cfg->params, cfg->rank, cfg->universe);
 	rc = psc_ep_query(fi_getinfo,
 			  cfg->role == PSC_ROLE_SHM ? PSC_SHM_PROVIDER : NULL,
 			  &list,
@@ -421,6 +421,34 @@ static void remove_stale_region(struct psc_fab *ep)
 		ep->prov->remove_regions(name, n, 0);
 }
 
+/*
+ * "STEP on provider P failed: WHY", with the profile's explanation and
+ * the fix when it has one, and where FI_UNIVERSE_SIZE came from.
+ */
+static void explain_open_error(const struct psc_fab *ep, const char *step,
+			       int rc, char *err, size_t len)
+{
+	enum psc_universe_from from;
+	size_t universe = psc_preflight_universe(&from);
+	char why[768];
+	size_t used;
+
+	snprintf(err, len, "%s on provider %s failed: %s", step,
+		 ep->info->fabric_attr->prov_name, fi_strerror(-rc));
+	if (!ep->prov->explain_open_error)
+		return;
+	ep->prov->explain_open_error(ep->info, step, rc, universe, why,
+				     sizeof(why));
+	used = strlen(err);
+	if (!why[0] || used + 1 >= len)
+		return;
+	snprintf(err + used, len - used, ". %s (FI_UNIVERSE_SIZE %zu: %s)",
+		 why, universe,
+		 from == PSC_UNIVERSE_USER ? "set in the environment"
+		 : from == PSC_UNIVERSE_JOB ? "the job's size, set by pscomm"
+					    : "libfabric's default");
+}
+
 int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		 char *err, size_t len)
 {
@@ -456,14 +484,17 @@ int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	rc = fi_endpoint(ep->domain, ep->info, &ep->ep, NULL);
 	if (rc)
 		goto err_close_av;
-	step = "fi_ep_bind/fi_enable";
+	step = "fi_ep_bind (CQ)";
 	rc = fi_ep_bind(ep->ep, &ep->cq->fid, FI_TRANSMIT | FI_RECV);
-	if (!rc)
-		rc = fi_ep_bind(ep->ep, &ep->av->fid, 0);
-	if (!rc) {
-		remove_stale_region(ep);
-		rc = fi_enable(ep->ep);
-	}
+	if (rc)
+		goto err_close_ep;
+	step = "fi_ep_bind (AV)";
+	rc = fi_ep_bind(ep->ep, &ep->av->fid, 0);
+	if (rc)
+		goto err_close_ep;
+	step = "fi_enable";
+	remove_stale_region(ep);
+	rc = fi_enable(ep->ep);
 	if (rc)
 		goto err_close_ep;
 	step = "fi_getname";
@@ -507,8 +538,7 @@ err_close_fabric:
 	fi_close(&ep->fabric->fid);
 err_step:
 	if (step)
-		snprintf(err, len, "%s on provider %s failed: %s", step,
-			 ep->info->fabric_attr->prov_name, fi_strerror(-rc));
+		explain_open_error(ep, step, rc, err, len);
 	fi_freeinfo(ep->info);
 	ep->info = NULL;
 	return rc;

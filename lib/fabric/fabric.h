@@ -67,6 +67,10 @@ struct psc_ep_config {
 	bool sw_match;		       /* match in software if at all possible */
 	bool poll_wait;		       /* no CQ wait object: waits yield and
 					* sleep (PS_COMM_WAIT) */
+	int universe;		       /* the job's ranks, which size
+					* libfabric's per-peer structures
+					* (FI_UNIVERSE_SIZE) if this is the
+					* process's first endpoint; 0 unknown */
 };
 
 /*

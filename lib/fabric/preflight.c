@@ -2,7 +2,8 @@
  * Preflight: the environment checks that make a provider work instead of
  * failing with an opaque error later. Before the first fi_getinfo it sets
  * what providers read once at load time (fork safety, psm2/psm3/opx job
- * UUIDs, shm without cross-memory attach where that is blocked); after an
+ * UUIDs, shm without cross-memory attach where that is blocked, the
+ * universe size from the job's size); after an
  * entry is chosen it checks what that entry needs (RLIMIT_MEMLOCK for
  * pinned memory, /dev/shm for shm) and logs what a user debugging the
  * fabric wants to see (the RoCE GID, the NIC's locality). Every warning
@@ -32,8 +33,18 @@
 /* Below this free space, shm cannot map its queues for many ranks. */
 #define PSC_DEVSHM_MIN (128ULL << 20)
 
+/*
+ * libfabric's FI_UNIVERSE_SIZE when unset (1.11 and later): the peers
+ * rxm sizes the completion queue of its connections for, and the first
+ * size of an AV that asks for none.
+ */
+#define PSC_FI_UNIVERSE_DEFAULT 1024
+
 static pthread_mutex_t env_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool env_done;
+/* FI_UNIVERSE_SIZE as libfabric reads it, and who set it. */
+static size_t universe = PSC_FI_UNIVERSE_DEFAULT;
+static enum psc_universe_from universe_from = PSC_UNIVERSE_DEFAULT;
 /* The chosen provider cannot survive fork(): the atfork handler warns. */
 static volatile int fork_unsafe_in_use;
 
@@ -170,7 +181,53 @@ static void set_default(const char *name, const char *value,
 	psc_log(PSC_LOG_DEBUG, rank, "set %s=%s (%s)", name, value, why);
 }
 
-void psc_preflight_env(const struct psc_params *p, int rank)
+/*
+ * Size libfabric's per-peer structures for the job: FI_UNIVERSE_SIZE,
+ * read once when libfabric initialises, unless the user set it. rxm
+ * sizes the completion queue of its connections by it ((128 + 128) x
+ * universe entries on verbs), which a device may refuse (soft-RoCE rxe
+ * holds 32,767) and which costs tcp ranks about 12 MiB at the default.
+ * Never above libfabric's default: rxm connects on demand, so a large
+ * job keeps what it had, and the universe is only a sizing hint.
+ */
+static void size_universe(int ranks, int rank)
+{
+	const char *v = getenv("FI_UNIVERSE_SIZE");
+	size_t n;
+	char text[32];
+
+	if (v) {
+		if (psc_param_parse_size(v, &n) == 0 && n > 0) {
+			universe = n;
+			universe_from = PSC_UNIVERSE_USER;
+		}
+		return;
+	}
+	if (ranks <= 0)
+		return;
+	n = PSC_MIN((size_t)ranks, (size_t)PSC_FI_UNIVERSE_DEFAULT);
+	snprintf(text, sizeof(text), "%zu", n);
+	setenv("FI_UNIVERSE_SIZE", text, 0);
+	universe = n;
+	universe_from = PSC_UNIVERSE_JOB;
+	psc_log(PSC_LOG_DEBUG, rank, "set FI_UNIVERSE_SIZE=%zu (the job's %d "
+		"ranks, at most libfabric's default %d)", n, ranks,
+		PSC_FI_UNIVERSE_DEFAULT);
+}
+
+size_t psc_preflight_universe(enum psc_universe_from *from)
+{
+	size_t n;
+
+	pthread_mutex_lock(&env_lock);
+	n = universe;
+	if (from)
+		*from = universe_from;
+	pthread_mutex_unlock(&env_lock);
+	return n;
+}
+
+void psc_preflight_env(const struct psc_params *p, int rank, int ranks)
 {
 	size_t n;
 	const struct psc_provider_ops *all = psc_provider_all(&n);
@@ -187,6 +244,7 @@ void psc_preflight_env(const struct psc_params *p, int rank)
 		return;
 	}
 	env_done = true;
+	size_universe(ranks, rank);
 	psc_preflight_job_uuid(p, uuid, sizeof(uuid));
 	for (size_t i = 0; i < n; i++) {
 		if (all[i].fork_env)

@@ -18,11 +18,28 @@ struct fi_info;
  * Before the first fi_getinfo (lib/preflight.c): set every family's
  * fork-safety variable (RDMAV_FORK_SAFE, FI_EFA_FORK_SAFE) and job UUID
  * (FI_PSM2_UUID ..., derived from the job's identity) unless the user set
- * them; set FI_SHM_DISABLE_CMA=1 when cross-memory attach is blocked;
- * install a pthread_atfork warning. Once per process, thread-safe; p may
- * be NULL. Never fails: problems are logged with their fix.
+ * them; set FI_UNIVERSE_SIZE to ranks (the job's size; 0: unknown, left
+ * alone), at most libfabric's default of 1024, unless the user set it;
+ * set FI_SHM_DISABLE_CMA=1 when cross-memory attach is blocked; install
+ * a pthread_atfork warning. Once per process (the first call decides),
+ * thread-safe; p may be NULL. Never fails: problems are logged with
+ * their fix.
  */
-void psc_preflight_env(const struct psc_params *p, int rank);
+void psc_preflight_env(const struct psc_params *p, int rank, int ranks);
+
+/* Who decided the FI_UNIVERSE_SIZE libfabric reads. */
+enum psc_universe_from {
+	PSC_UNIVERSE_DEFAULT, /* nobody: libfabric's default */
+	PSC_UNIVERSE_USER,    /* the environment, before pscomm */
+	PSC_UNIVERSE_JOB,     /* pscomm, from the job's size */
+};
+
+/*
+ * The FI_UNIVERSE_SIZE libfabric reads (as far as pscomm knows: it was
+ * not initialised before psc_preflight_env), and in *from (may be NULL)
+ * who set it.
+ */
+size_t psc_preflight_universe(enum psc_universe_from *from);
 
 /*
  * After an entry is chosen: warn with the fix when RLIMIT_MEMLOCK is too

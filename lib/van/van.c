@@ -288,8 +288,8 @@ static bool host_iface(const struct ps_comm_van *v, const char *host,
 int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
-	struct psc_ep_config cfg = {&v->comm.params, NULL, -1, PSC_ROLE_ANY,
-				     false, false};
+	struct psc_ep_config cfg = {.params = &v->comm.params, .rank = -1,
+				     .role = PSC_ROLE_ANY};
 	struct psc_van_served what;
 	struct psc_iface iface;
 	struct psc_ep *ep;

@@ -7,11 +7,12 @@
 # more descriptors are open than after the warm-up. Prints the figures of
 # each rank; logs are under tests/fault/logs-soak/.
 #
-# FI_UNIVERSE_SIZE defaults to the rank count here (unless set): rxm sizes
-# its message completion ring as tx_size x FI_UNIVERSE_SIZE entries (12 MiB
-# at libfabric's default of 256), allocated at startup and touched one
-# entry at a time until it has wrapped once, which takes far longer than
-# the warm-up and would read as growth. glibc's per-thread cache is off
+# FI_UNIVERSE_SIZE defaults to the rank count here (unless set), as
+# pscomm itself sets it: rxm sizes its message completion ring as
+# tx_size x FI_UNIVERSE_SIZE entries (12 MiB at libfabric's default of
+# 1024), allocated at startup and touched one entry at a time until it has
+# wrapped once, which takes far longer than the warm-up and would read as
+# growth. glibc's per-thread cache is off
 # (GLIBC_TUNABLES=glibc.malloc.tcache_count=0, unless GLIBC_TUNABLES is
 # set), because malloc counts the chunks it caches as in use, so the heap
 # figure would creep up as the cache fills. doc/faults.md has the figures.

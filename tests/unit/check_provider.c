@@ -12,6 +12,7 @@
 #include <check.h>
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
 
 #include "core/tag.h"
 #include "provider.h"
@@ -370,6 +371,52 @@ START_TEST(test_describe_cq_error)
 }
 END_TEST
 
+/*
+ * rxm's connection CQ (opened at fi_enable) is sized by FI_UNIVERSE_SIZE:
+ * the explanation gives the entry count the device was asked for and the
+ * largest universe soft-RoCE (max_cqe 32767) takes; other steps, errors
+ * and families explain nothing.
+ */
+START_TEST(test_explain_open_error)
+{
+	struct fi_info *v = sane_info("verbs;ofi_rxm");
+	struct fi_info *t = sane_info("tcp;ofi_rxm");
+	char buf[1024];
+
+	unsetenv("FI_OFI_RXM_USE_SRX");
+	unsetenv("FI_OFI_RXM_MSG_TX_SIZE");
+	unsetenv("FI_OFI_RXM_MSG_RX_SIZE");
+	/* verbs: a receive queue per connection, (128 + 128) x universe. */
+	psc_provider_lookup("verbs;ofi_rxm")->explain_open_error(
+		v, "fi_enable", -FI_EINVAL, 1024, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "262144 entries"), "%s", buf);
+	ck_assert_msg(strstr(buf, "FI_UNIVERSE_SIZE 127 at most"), "%s", buf);
+	ck_assert_msg(strstr(buf, "FI_OFI_RXM_USE_SRX=1"), "%s", buf);
+	/* With a shared receive queue the receive side counts once. */
+	setenv("FI_OFI_RXM_USE_SRX", "yes", 1);
+	psc_provider_lookup("verbs;ofi_rxm")->explain_open_error(
+		v, "fi_enable", -FI_EINVAL, 64, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "12288 entries"), "%s", buf);
+	ck_assert_msg(strstr(buf, "FI_UNIVERSE_SIZE 223 at most"), "%s", buf);
+	unsetenv("FI_OFI_RXM_USE_SRX");
+	/* tcp shares one by default; the message sizes follow the env. */
+	setenv("FI_OFI_RXM_MSG_TX_SIZE", "64", 1);
+	psc_provider_lookup("tcp;ofi_rxm")->explain_open_error(
+		t, "fi_enable", -FI_ENOMEM, 1024, buf, sizeof(buf));
+	ck_assert_msg(strstr(buf, "69632 entries"), "%s", buf);
+	unsetenv("FI_OFI_RXM_MSG_TX_SIZE");
+	psc_provider_lookup("verbs;ofi_rxm")->explain_open_error(
+		v, "fi_domain", -FI_EINVAL, 1024, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "");
+	psc_provider_lookup("verbs;ofi_rxm")->explain_open_error(
+		v, "fi_enable", -FI_EAGAIN, 1024, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "");
+	ck_assert_ptr_null(psc_provider_lookup("net")->explain_open_error);
+	fi_freeinfo(v);
+	fi_freeinfo(t);
+}
+END_TEST
+
 static Suite *provider_suite(void)
 {
 	Suite *s = suite_create("provider");
@@ -396,6 +443,7 @@ static Suite *provider_suite(void)
 	tcase_add_test(tc, test_tcp_shm_sockets_caps);
 	tcase_add_test(tc, test_chunk_sizes);
 	tcase_add_test(tc, test_describe_cq_error);
+	tcase_add_test(tc, test_explain_open_error);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -707,7 +707,7 @@ START_TEST(test_preflight_env)
 	setenv("FI_PSM3_UUID", "11111111-2222-3333-4444-555555555555", 1);
 	setenv("RDMAV_FORK_SAFE", "0", 1);
 	psc_preflight_job_uuid(NULL, want, sizeof(want));
-	psc_preflight_env(NULL, -1);
+	psc_preflight_env(NULL, -1, 0);
 	ck_assert_ptr_nonnull(getenv("FI_PSM2_UUID"));
 	ck_assert_str_eq(getenv("FI_PSM2_UUID"), want);
 	ck_assert_str_eq(getenv("FI_OPX_UUID"), want);

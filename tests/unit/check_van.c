@@ -804,8 +804,8 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 		     size_t len, const char *provider)
 {
 	struct psc_params params;
-	struct psc_ep_config cfg = {&params, NULL, -1, PSC_ROLE_ANY, false,
-				     false};
+	struct psc_ep_config cfg = {.params = &params, .rank = -1,
+				     .role = PSC_ROLE_ANY};
 	struct psc_auth_key key;
 	struct ps_comm c;
 	uint8_t name[256];
