@@ -47,18 +47,26 @@ until rdma link show "${dev}0/1" | grep -q 'state ACTIVE'; do
 done
 echo "ok $name $ip ${dev}0 $(uname -r)" >/rig/ready
 
+# Commands from the other guest (rig-rsh, for launchers such as mpirun
+# that start processes on a host by name) arrive in /rig-shared/rsh/ as
+# NAME.HOST.sh; their output and status go beside them.
+mkdir -p /rig-shared/rsh
 cd /rig/cmd || exit 1
 while :; do
-	for f in *.sh; do
-		[ -e "$f" ] || break
-		n=${f%.sh}
-		mv "$f" "$n.run"
+	for f in /rig/cmd/*.sh "/rig-shared/rsh/"*".$name.sh"; do
+		[ -e "$f" ] || continue
+		d=${f%/*}
+		n=${f##*/}
+		n=${n%.sh}
+		out=/rig
+		[ "$d" = /rig/cmd ] || out=$d
+		mv "$f" "$d/$n.run"
 		# setsid: a process group of its own, for rig_kill.
-		setsid sh -c 'echo $$ >/rig/'"$n"'.pid.tmp
-			mv /rig/'"$n"'.pid.tmp /rig/'"$n"'.pid
-			sh /rig/cmd/'"$n"'.run >/rig/'"$n"'.out 2>&1
-			echo $? >/rig/'"$n"'.rc.tmp
-			mv /rig/'"$n"'.rc.tmp /rig/'"$n"'.rc' </dev/null &
+		setsid sh -c 'echo $$ >'"$out/$n"'.pid.tmp
+			mv '"$out/$n"'.pid.tmp '"$out/$n"'.pid
+			sh '"$d/$n"'.run >'"$out/$n"'.out 2>&1
+			echo $? >'"$out/$n"'.rc.tmp
+			mv '"$out/$n"'.rc.tmp '"$out/$n"'.rc' </dev/null &
 	done
 	sleep 0.1
 done
