@@ -285,6 +285,34 @@ static bool host_iface(const struct ps_comm_van *v, const char *host,
 				err, sizeof(err)) == 0;
 }
 
+/*
+ * The nodes of a ps-lite job, from the variables every ps-lite node is
+ * started with (DMLC_NUM_WORKER and DMLC_NUM_SERVER, plus the
+ * scheduler), to size libfabric's per-peer structures (FI_UNIVERSE_SIZE)
+ * as ps_comm_init does from the job size; 0 when either is missing or not
+ * a count, which leaves libfabric's default.
+ */
+static int van_universe(void)
+{
+	const char *names[] = {"DMLC_NUM_WORKER", "DMLC_NUM_SERVER"};
+	long n = 1;
+
+	for (size_t i = 0; i < PSC_ARRAY_SIZE(names); i++) {
+		const char *v = getenv(names[i]);
+		char *end;
+		long k;
+
+		if (!v || !*v)
+			return 0;
+		errno = 0;
+		k = strtol(v, &end, 10);
+		if (errno || *end || k < 1 || k > 1000000)
+			return 0;
+		n += k;
+	}
+	return (int)n;
+}
+
 int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
@@ -302,6 +330,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	if (host_iface(v, host, &iface))
 		cfg.iface = &iface;
 	cfg.poll_wait = v->poll_wait;
+	cfg.universe = van_universe();
 	rc = psc_ep_acquire_exclusive(&ep, &cfg, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);

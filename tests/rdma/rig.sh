@@ -285,7 +285,7 @@ rig_wait() {
 	local g=$1 name=$2 f=$RIG_DIR/g$1/$2
 	if ! _rig_wait_file "$f.rc" "$3" "${_RIG_PIDS[g]}"; then
 		if kill -0 "${_RIG_PIDS[g]}" 2>/dev/null; then
-			rig_kill "$g" "$name" KILL
+			_rig_kill_group "$g" "$name"
 			return 124
 		fi
 		return 125
@@ -303,14 +303,23 @@ rig_run() {
 	return $rc
 }
 
-# rig_kill GUEST NAME [SIGNAL]: send SIGNAL (default KILL) to the process
-# group of command NAME in guest GUEST, and wait (10 s at most) until the
-# agent has seen it end.
+# rig_kill GUEST NAME [SIGNAL]: send SIGNAL (default KILL) to command NAME
+# in guest GUEST: to what the command's shell runs (a command that execs a
+# program: that program), so the agent still records its status (137
+# for KILL). Returns once the signal is on its way (the guest's agent
+# takes it within 0.1 s).
 rig_kill() {
 	local g=$1 name=$2 sig=${3:-KILL}
 	_rig_wait_file "$RIG_DIR/g$g/$name.pid" 10 || return 1
 	rig_start "$g" "kill$((_RIG_SEQ += 1))" \
-		"kill -$sig -- -\$(cat /rig/$name.pid) 2>/dev/null; true"
+		"pkill -$sig -P \$(cat /rig/$name.pid); true"
+}
+
+# _rig_kill_group GUEST NAME: SIGKILL the whole process group of command
+# NAME, its shell included (a command that hung).
+_rig_kill_group() {
+	rig_start "$1" "kill$((_RIG_SEQ += 1))" \
+		"kill -KILL -- -\$(cat /rig/$2.pid) 2>/dev/null; true"
 }
 
 # rig_signal GUEST NAME PATTERN SIGNAL: send SIGNAL to the processes of

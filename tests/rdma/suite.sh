@@ -372,7 +372,7 @@ case_vankill() {
 # started and waited for until every rank began its loop (its second
 # "ready" line).  Returns 1 if a rank did not get there.
 fault_job() {
-	local r n
+	local r n g name
 	job_start "$1" "$B/tests/fault/fault_prog $2"
 	for ((r = 0; r < JOB_SIZE; r++)); do
 		n=0
@@ -394,7 +394,7 @@ fault_job() {
 # within PEER_TIMEOUT * 2 + 20 s of T0, and none may hang.  BLAME, when
 # set, is a rank its stderr must name ("rank N").
 survivors_fail() {
-	local victims=" $1 " t0=$2 name=$3 r st end took worst=0 bad=
+	local victims=" $1 " t0=$2 name=$3 r st end took worst=0 bad= g n
 	end=$((PEER_TIMEOUT * 2 + 20))
 	for ((r = 0; r < JOB_SIZE; r++)); do
 		case $victims in *" $r "*) continue ;; esac
@@ -431,7 +431,7 @@ survivors_fail() {
 }
 
 case_rankkill() {
-	local t0 victim
+	local t0 victim g n
 	for victim in 2 0; do
 		if ! fault_job "2 2" "allreduce -s 65536 -d 600"; then
 			not_ok "rank $victim killed: the job did not start"
@@ -440,7 +440,7 @@ case_rankkill() {
 			continue
 		fi
 		read -r g n <<<"${JOB_WHERE[victim]}"
-		rig_signal "$g" "$n" "fault_prog allreduce" KILL
+		rig_kill "$g" "$n" KILL
 		t0=$(date +%s.%N)
 		# The other ranks of the victim's guest may see its exit first,
 		# the ranks across the wire only by the network.
