@@ -105,6 +105,31 @@ static void fill(uint8_t *p, size_t n, unsigned seed)
 	}
 }
 
+/* A send's done: it must succeed; done_calls counts them. */
+static int done_calls;
+
+static void count_done(void *arg, int err)
+{
+	(void)arg;
+	ck_assert_int_eq(err, 0);
+	__atomic_add_fetch(&done_calls, 1, __ATOMIC_RELAXED);
+}
+
+/*
+ * m's segments: 0 B, then 1 B holding `one`, then big bytes equal to
+ * want.
+ */
+static void expect_three_segs(const ps_comm_van_msg_t *m, uint8_t one,
+			      const uint8_t *want, size_t big)
+{
+	ck_assert_uint_eq(m->nseg, 3);
+	ck_assert_uint_eq(m->segs[0].len, 0);
+	ck_assert_uint_eq(m->segs[1].len, 1);
+	ck_assert_uint_eq(((uint8_t *)m->segs[1].data)[0], one);
+	ck_assert_uint_eq(m->segs[2].len, big);
+	ck_assert(memcmp(m->segs[2].data, want, big) == 0);
+}
+
 /* ------------------------------------------------------------ frame */
 
 START_TEST(test_frame_roundtrip)
@@ -418,15 +443,6 @@ static void count_sends(ps_comm_van_t v, bool on)
 	fabric_sends = 0;
 }
 
-static int self_done, self_err;
-
-static void note_self_done(void *arg, int err)
-{
-	(void)arg;
-	__atomic_add_fetch(&self_done, 1, __ATOMIC_RELAXED);
-	__atomic_store_n(&self_err, err, __ATOMIC_RELAXED);
-}
-
 /* A receiving thread like ps-lite's: it ends on a "terminate". */
 struct self_rx {
 	struct node *n;
@@ -480,28 +496,21 @@ START_TEST(test_self_local)
 	say_hello(&a, 1, &b, 8, "hello");
 	say_hello(&b, 8, &a, 1, "answer");
 	count_sends(a.van, true);
-	self_done = 0;
-	self_err = -1;
+	done_calls = 0;
 	ck_assert_int_eq(ps_comm_van_send(a.van, 1, "first", 5, NULL, 0,
-					  note_self_done, NULL), 0);
+					  count_done, NULL), 0);
 	ck_assert_int_eq(ps_comm_van_send(a.van, 1, "segs", 4, segs, 3,
-					  note_self_done, NULL), 0);
+					  count_done, NULL), 0);
 	ck_assert_int_eq(fabric_sends, 0);
 	/* Copied: the caller has its buffers back already. */
-	ck_assert_int_eq(self_done, 2);
-	ck_assert_int_eq(self_err, 0);
+	ck_assert_int_eq(done_calls, 2);
 	memset(data, 0, big);
 	one = 0;
 	expect(&a, 1, "first", &m);
 	ck_assert_uint_eq(m.nseg, 0);
 	ps_comm_van_msg_release(&m);
 	expect(&a, 1, "segs", &m);
-	ck_assert_uint_eq(m.nseg, 3);
-	ck_assert_uint_eq(m.segs[0].len, 0);
-	ck_assert_uint_eq(m.segs[1].len, 1);
-	ck_assert_uint_eq(((uint8_t *)m.segs[1].data)[0], 0x5a);
-	ck_assert_uint_eq(m.segs[2].len, big);
-	ck_assert(memcmp(m.segs[2].data, want, big) == 0);
+	expect_three_segs(&m, 0x5a, want, big);
 	ps_comm_van_msg_release(&m);
 	/* ps-lite's stop: the peer leaves, then TERMINATE to oneself. */
 	rx = (struct self_rx){&a, 0, 0, false};
@@ -543,15 +552,6 @@ END_TEST
 
 /* ---------------------------------------------------------- segments */
 
-static int done_calls;
-
-static void count_done(void *arg, int err)
-{
-	(void)arg;
-	ck_assert_int_eq(err, 0);
-	__atomic_add_fetch(&done_calls, 1, __ATOMIC_RELAXED);
-}
-
 START_TEST(test_segment_sizes)
 {
 	size_t big = (size_t)64 << 20;
@@ -577,12 +577,7 @@ START_TEST(test_segment_sizes)
 		ck_assert_int_eq(ps_comm_van_send(a.van, 8, mt, strlen(mt), segs,
 						  3, count_done, NULL), 0);
 		expect(&b, 9, mt, &m);
-		ck_assert_uint_eq(m.nseg, 3);
-		ck_assert_uint_eq(m.segs[0].len, 0);
-		ck_assert_uint_eq(m.segs[1].len, 1);
-		ck_assert_uint_eq(((uint8_t *)m.segs[1].data)[0], 0xa5);
-		ck_assert_uint_eq(m.segs[2].len, big);
-		ck_assert(memcmp(m.segs[2].data, want, big) == 0);
+		expect_three_segs(&m, 0xa5, want, big);
 		/* Segments are released one by one, in any order. */
 		ps_comm_van_free(m.segs[2].data);
 		m.segs[2].data = NULL;
