@@ -14,7 +14,10 @@
 # rounds, and pscomm's median over each peer's. Needs the build tree
 # (examples/pingpong), bench/mpi_pingpong built with mpicc (this script
 # builds it into DIR), and what tests/rdma needs; run it from the build
-# tree. Writes DIR/raw.csv (device,size,system,round,latency_us) and
+# tree. libfabric's default FI_UNIVERSE_SIZE makes rxm's connection CQ
+# larger than rxe allows, so the peers get FI_UNIVERSE_SIZE=2, as pscomm
+# sets for itself. DIR must be visible to the guests (not under /tmp, which is
+# theirs). Writes DIR/raw.csv (device,size,system,round,latency_us) and
 # DIR/summary.md (default DIR: bench/results/rdma-peers).
 
 set -u
@@ -57,12 +60,15 @@ prov='verbs;ofi_rxm'
 # its usec/xfer.
 run_fi() {
 	local n=fi$((port += 1))
-	rig_start 0 "$n.s" "exec fi_pingpong -p '$prov' -e rdm -S $1 -I $iters -B $port"
-	sleep 1
-	rig_start 1 "$n.c" "exec fi_pingpong -p '$prov' -e rdm -S $1 -I $iters -B $port ${RIG_IP[0]}"
+	rig_start 0 "$n.s" "export FI_UNIVERSE_SIZE=2; exec fi_pingpong -p '$prov' -e rdm -S $1 -I $iters -B $port"
+	# The client retries until the server listens (its start takes
+	# seconds under emulation).
+	rig_start 1 "$n.c" "export FI_UNIVERSE_SIZE=2; for t in \$(seq 60); do
+		fi_pingpong -p '$prov' -e rdm -S $1 -I $iters -P $port ${RIG_IP[0]} && exit 0
+		sleep 1; done; exit 1"
 	rig_wait 1 "$n.c" 300 || return 1
 	rig_wait 0 "$n.s" 30
-	awk '$1 ~ /^[0-9]/ && NF >= 6 { v = $6 } END { if (v == "") exit 1; print v }' \
+	awk '$1 ~ /^[0-9]/ && NF >= 7 { v = $7 } END { if (v == "") exit 1; print v }' \
 		"$RIG_DIR/g1/$n.c.out"
 }
 
@@ -85,7 +91,7 @@ run_mpi() {
 		OMPI_MCA_btl_tcp_if_include=eth0 OMPI_MCA_oob_tcp_if_include=eth0; \
 		exec mpirun --allow-run-as-root -np 2 --host node0,node1 \
 		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include '$prov' \
-		-x FI_PROVIDER='$prov' $mpi -m $1 -M $1 -i $iters -w 5 --csv"
+		-x FI_PROVIDER='$prov' -x FI_UNIVERSE_SIZE=2 $mpi -m $1 -M $1 -i $iters -w 5 --csv"
 	rig_wait 0 "$n" 300 || return 1
 	awk -F, '$1 ~ /^[0-9]+$/ { print $2 }' "$RIG_DIR/g0/$n.out"
 }

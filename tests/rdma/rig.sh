@@ -25,6 +25,8 @@
 #	RIG_MEM		MiB per guest (default 1024)
 #	RIG_BOOT_TIMEOUT seconds a guest may take to boot (default 180)
 #	RIG_KEEP	1: keep the scratch directory (consoles, outputs)
+#	RIG_UDPBUF	0: leave the wire's sockets at the default buffer size
+#			(udpbuf.c), to see what a lossier wire does
 # Variables set:
 #	RIG_IP[i]	guest i's address on the wire (10.77.0.1, 10.77.0.2)
 #	RIG_DEV		rxe or siw, after rig_boot
@@ -206,7 +208,9 @@ rig_boot() {
 	# Large socket buffers for the wire (udpbuf.c says why); without a
 	# compiler the wire keeps the default ones, and loses more.
 	_RIG_PRELOAD=
-	if ${CC:-cc} -shared -fPIC -O2 -o "$RIG_DIR/udpbuf.so" \
+	if [ "${RIG_UDPBUF:-1}" = 0 ]; then
+		_rig_log "RIG_UDPBUF=0: the wire keeps the default socket buffers"
+	elif ${CC:-cc} -shared -fPIC -O2 -o "$RIG_DIR/udpbuf.so" \
 		"$RIG_SRC/udpbuf.c" -ldl 2>"$RIG_DIR/udpbuf.log"; then
 		_RIG_PRELOAD=$RIG_DIR/udpbuf.so
 	else
