@@ -516,7 +516,9 @@ main() {
 				fi
 				CASE=$c
 				echo "# $c on $dev ($rep/$n)"
+				t=$(date +%s)
 				"case_$c"
+				echo "# $c on $dev: $(($(date +%s) - t)) s"
 			done
 		done
 		rig_shutdown
