@@ -505,7 +505,8 @@ static void warn_fell_back(const struct ps_comm *c, const struct boot_ctx *b)
 		return;
 	psc_log(PSC_LOG_WARN, 0, "fell back: on rank %d, %s; every rank uses "
 		"%s instead. Fix the provider, or set FI_PROVIDER to choose "
-		"one", b->fell_rank, b->fell_why, psc_ep_provider(c->ch.ep));
+		"one (`ps_comm_info --open` tries to open each provider)",
+		b->fell_rank, b->fell_why, psc_ep_provider(c->ch.ep));
 }
 
 /*

@@ -654,6 +654,32 @@ int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	return rc;
 }
 
+int psc_fab_try_open(const struct fi_info *entry,
+		     const struct psc_params *p, int ranks, char *err,
+		     size_t len)
+{
+	struct psc_ep_config cfg = {.params = p, .rank = -1,
+				    .role = PSC_ROLE_ANY, .universe = ranks};
+	struct psc_fab ep;
+	int rc;
+
+	memset(&ep, 0, sizeof(ep));
+	ep.wait_fd = -1;
+	ep.rank = -1;
+	psc_preflight_env(p, -1, ranks);
+	ep.info = fi_dupinfo(entry);
+	if (!ep.info)
+		return -ENOMEM;
+	ep.prov = psc_provider_lookup(ep.info->fabric_attr->prov_name);
+	ep.prov->derive_caps(ep.info, &ep.caps);
+	rc = fab_open_entry(&ep, &cfg, err, len);
+	if (rc)
+		return rc;
+	psc_fab_close_ep(&ep);
+	psc_fab_close(&ep);
+	return 0;
+}
+
 void psc_fab_close_ep(struct psc_fab *f)
 {
 	fi_close(&f->ep->fid);

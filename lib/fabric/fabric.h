@@ -96,6 +96,19 @@ int psc_fab_open(struct psc_fab *f, const struct psc_ep_config *cfg,
 		 char *err, size_t len);
 
 /*
+ * Open and close again, in psc_fab_open's steps and with its attributes,
+ * an endpoint on entry (a copy is taken), to tell whether the provider
+ * opens here: 0, or the failure's negative errno with the step, the
+ * reason and the profile's explanation in err. Never falls back. Calls
+ * psc_preflight_env first (ranks sizes FI_UNIVERSE_SIZE, as for a job of
+ * that many ranks). p, the settings (the registration cache's), must
+ * not be NULL. Blocking only as libfabric's open and close are.
+ */
+int psc_fab_try_open(const struct fi_info *entry,
+		     const struct psc_params *p, int ranks, char *err,
+		     size_t len);
+
+/*
  * Close the endpoint only: no completion arrives after it, so the caller
  * may free the requests libfabric held. Then psc_fab_close closes the
  * MR cache, AV, CQ, domain and fabric, in that order.

@@ -107,4 +107,37 @@ check "FI_PROVIDER=$FIRST, it fails on rank 1: the error names it" \
 check "FI_PROVIDER=$FIRST: no rank uses another provider" \
 	none_but "$FIRST" || show
 
+# ps_comm_info --open tries each usable provider and reports the one
+# that fails, and the choice after the fallback.
+INFO="$top_builddir/tools/ps_comm_info"
+# opened P: the open line of provider P's entry in the last report.
+opened() {
+	awk -v p="$1" '$1 == p && $2 ~ /^(yes|no)/ { on = 1; next }
+		on && /^      open: / { print; exit }
+		/^  [^ ]/ { on = 0 }' "$tmp/out"
+}
+# open_says P TEXT: that line holds TEXT.
+open_says() { opened "$1" | grep -qF -- "$2"; }
+if [ -x "$INFO" ]; then
+	"$INFO" --open=2 >"$tmp/out" 2>"$tmp/err"
+	check "--open: exit 0" [ $? -eq 0 ] || show
+	check "--open: $FIRST opens" open_says "$FIRST" "open: ok" || show
+	check "--open: sized for the RANKS given" \
+		grep -q 'FI_UNIVERSE_SIZE=2)' "$tmp/out" || show
+	PS_COMM_TEST_FAIL_OPEN=$FIRST "$INFO" --open >"$tmp/out" 2>"$tmp/err"
+	check "--open, $FIRST fails: exit 0" [ $? -eq 0 ] || show
+	check "--open, $FIRST fails: reported with the step" \
+		open_says "$FIRST" "open: FAILED: fi_enable on provider $FIRST" ||
+		show
+	check "--open, $FIRST fails: the choice falls back to $NEXT" \
+		grep -q "^pscomm would use: $NEXT," "$tmp/out" || show
+	FI_PROVIDER=$FIRST PS_COMM_TEST_FAIL_OPEN=$FIRST "$INFO" --open \
+		>"$tmp/out" 2>"$tmp/err"
+	check "--open, FI_PROVIDER=$FIRST fails: no choice" \
+		grep -q "^pscomm would use: nothing" "$tmp/out" || show
+	"$INFO" --open --replay "${srcdir:-.}/tests/data/fi_info/efa.txt" \
+		>"$tmp/out" 2>"$tmp/err"
+	check "--open with --replay: usage error" [ $? -eq 2 ] || show
+fi
+
 finish
