@@ -9,8 +9,9 @@
  * nodes, cores and the NICs near each, with the providers on them),
  * --topo-xml FILE the same drawing of a saved hwloc topology, and
  * --replay judges a recorded `fi_info -v` instead of this machine's
- * (read by lib/replay, which is no part of libpscomm). It never opens a
- * fabric, so it is safe to run anywhere.
+ * (read by lib/replay, which is no part of libpscomm). Only --open opens
+ * a fabric: an endpoint on every usable provider, closed again, to say
+ * which step fails and why; without it the tool is safe to run anywhere.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -34,12 +35,14 @@ struct options {
 	const char *replay; /* --replay FILE: judge a recorded fi_info -v */
 	bool topo;	    /* --topo: draw the topology */
 	const char *topo_xml; /* --topo-xml FILE: draw that one instead */
+	bool open;	    /* --open[=RANKS]: try opening each provider */
+	int open_ranks;	    /* RANKS, or 0: from the environment */
 };
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: %s [-p] [-v] [-h] [--replay FILE] [--topo] "
-		"[--topo-xml FILE]\n", progname);
+		"[--topo-xml FILE] [--open[=RANKS]]\n", progname);
 }
 
 static void help(void)
@@ -57,7 +60,25 @@ static void help(void)
 	       "          each, with the libfabric providers that use them\n"
 	       "  --topo-xml FILE  draw a saved hwloc topology (lstopo "
 	       "FILE.xml) instead of\n"
-	       "          this machine's; implies --topo\n");
+	       "          this machine's; implies --topo\n"
+	       "  --open[=RANKS]  open and close an endpoint (fabric, domain, "
+	       "CQ, AV, endpoint,\n"
+	       "          enable) on every usable provider, as a rank of a "
+	       "job of RANKS ranks\n"
+	       "          (default: PS_COMM_SIZE or the launcher's, else 1), "
+	       "and say which\n"
+	       "          step fails and why, and what ps_comm_init would "
+	       "fall back to;\n"
+	       "          not with --replay\n");
+}
+
+/* RANKS of --open=RANKS: a positive decimal number, else -1. */
+static int parse_ranks(const char *s)
+{
+	char *end;
+	long v = strtol(s, &end, 10);
+
+	return end == s || *end || v < 1 || v > 1 << 20 ? -1 : (int)v;
 }
 
 /*
@@ -70,6 +91,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 		{"replay", required_argument, NULL, 'r'},
 		{"topo", no_argument, NULL, 't'},
 		{"topo-xml", required_argument, NULL, 'x'},
+		{"open", optional_argument, NULL, 'o'},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -88,6 +110,17 @@ static int parse_args(int argc, char **argv, struct options *o)
 		case 'x':
 			o->topo = true;
 			o->topo_xml = optarg;
+			break;
+		case 'o':
+			o->open = true;
+			o->open_ranks = optarg ? parse_ranks(optarg) : 0;
+			if (o->open_ranks < 0) {
+				fprintf(stderr, "%s: --open=%s: RANKS must be "
+					"a positive number\n", progname,
+					optarg);
+				usage(stderr);
+				return -1;
+			}
 			break;
 		case 'p':
 			o->params = true;
@@ -112,6 +145,12 @@ static int parse_args(int argc, char **argv, struct options *o)
 	if (optind < argc) {
 		fprintf(stderr, "%s: unexpected argument \"%s\"\n", progname,
 			argv[optind]);
+		usage(stderr);
+		return -1;
+	}
+	if (o->open && o->replay) {
+		fprintf(stderr, "%s: --open cannot open the entries of "
+			"--replay\n", progname);
 		usage(stderr);
 		return -1;
 	}
@@ -152,8 +191,10 @@ int main(int argc, char **argv)
 	ps_comm_info_opts_init(&io);
 	io.flags = (opt.params ? PS_COMM_INFO_PARAMS : 0) |
 		   (opt.verbose ? PS_COMM_INFO_VERBOSE : 0) |
-		   (opt.topo ? PS_COMM_INFO_TOPO : 0);
+		   (opt.topo ? PS_COMM_INFO_TOPO : 0) |
+		   (opt.open ? PS_COMM_INFO_OPEN : 0);
 	io.topo_xml = opt.topo_xml;
+	io.open_ranks = opt.open_ranks;
 	if (opt.topo_xml && access(opt.topo_xml, R_OK) != 0) {
 		fprintf(stderr, "%s: --topo-xml: %s: %s\n", progname,
 			opt.topo_xml, strerror(errno));

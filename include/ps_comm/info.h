@@ -8,8 +8,9 @@
  * drawing of the machine's topology (packages, NUMA nodes, cores and the
  * NICs near each, with the providers that use them). It asks
  * libfabric with the hints ps_comm_init uses and judges each entry with
- * the same provider profiles, so its verdict is the library's. It never
- * opens a fabric, so it is safe to call anywhere.
+ * the same provider profiles, so its verdict is the library's. It opens
+ * no fabric unless asked to (PS_COMM_INFO_OPEN), so it is safe to call
+ * anywhere.
  *
  * The report can also judge entries recorded elsewhere (`fi_info -v`
  * output): the caller passes them with a replacement for fi_getinfo that
@@ -47,6 +48,9 @@ typedef int (*ps_comm_info_getinfo_fn)(uint32_t version, const char *node,
 #define PS_COMM_INFO_VERBOSE 0x2u /* each entry's fabric, domain and */
 				  /* address; each provider's tunables */
 #define PS_COMM_INFO_TOPO 0x4u	  /* the topology drawing */
+#define PS_COMM_INFO_OPEN 0x8u	  /* open an endpoint on every usable */
+				  /* provider and say what fails, and */
+				  /* the choice after any fallback */
 
 /*
  * What the report covers. Call ps_comm_info_opts_init() first: it sets
@@ -79,6 +83,13 @@ typedef struct ps_comm_info_opts {
 	 * machine), since this machine's libfabric does not describe it.
 	 */
 	const char *topo_xml;
+	/*
+	 * With PS_COMM_INFO_OPEN: the job size the endpoints are sized for
+	 * (FI_UNIVERSE_SIZE, as ps_comm_init sets it), or 0 for the size
+	 * ps_comm_init would read from the environment (PS_COMM_SIZE or
+	 * the launcher's), 1 when none is set.
+	 */
+	int open_ranks;
 } ps_comm_info_opts_t;
 
 /*
@@ -90,13 +101,19 @@ PS_COMM_API int ps_comm_info_opts_init(ps_comm_info_opts_t *opts);
 /*
  * Print the report to out, as `ps_comm_info` does; opts NULL means the
  * defaults. It reads the environment (PS_COMM_*, FI_PROVIDER, the
- * providers' variables) as ps_comm_init would and changes nothing.
+ * providers' variables) as ps_comm_init would and changes nothing;
+ * with PS_COMM_INFO_OPEN it first sets what ps_comm_init sets before
+ * libfabric loads (fork safety, job UUIDs, FI_UNIVERSE_SIZE), which
+ * works only if nothing in the process called libfabric before, then
+ * opens and closes an endpoint on each usable provider (fabric, domain,
+ * CQ, AV, endpoint, enable, registration cache).
  * Settings ps_comm_init would reject, or finding no usable provider, are
  * part of the report, not errors. Blocks only while libfabric (or
  * getinfo) and hwloc answer; safe on any thread when getinfo is.
  *
  * Errors: PS_COMM_ERR_ARG for a NULL out, an opts not set up by
- * ps_comm_info_opts_init(), unknown flags, or entries without getinfo;
+ * ps_comm_info_opts_init(), unknown flags, entries without getinfo, or
+ * PS_COMM_INFO_OPEN with entries (recorded entries cannot be opened);
  * PS_COMM_ERR_SYSTEM when writing to out failed (the report may then be
  * incomplete).
  */

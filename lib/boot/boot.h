@@ -96,14 +96,55 @@ bool psc_boot_record_decode(const uint8_t *buf, size_t len,
 			    struct psc_boot_record *rec);
 
 /*
- * Publish me, MACed with the job key and bound to this rendezvous and
- * rank, read every rank's record in rank order, verify its MAC (-EACCES
- * when it does not), check it against me and hand it to peer(arg, rank,
- * rec), which returns 0 or a negative errno with words in err. *local
- * receives how many ranks share this node. Blocks until the plan's
- * timeout at most.
+ * A vote before the records, in rounds, so that every rank ends up on a
+ * choice all of them could make (the provider one rank failed to open is
+ * given up by all). Each round every rank offers a value, the largest
+ * wins, and ranks that offered less call offer again with it; the vote
+ * ends when every rank offered the same. Values only ever grow, so it
+ * ends; it fails after PSC_BOOT_VOTE_ROUNDS rounds.
+ *
+ * Round k: every rank publishes "vote<k>", rank 0 reads them all and
+ * publishes the tally "tally<k>", every rank reads the tally: O(ranks)
+ * messages a round, all MACed like the records. Notes longer than
+ * about 350 bytes are cut.
  */
-int psc_boot_exchange(struct psc_boot_plan *b,
+#define PSC_BOOT_VOTE_ROUNDS 32
+
+struct psc_boot_vote {
+	/*
+	 * This rank's offer: *value (>= 0), and in note (nlen bytes, ""
+	 * for none) why, when it is not what the rank would have chosen
+	 * alone (for the logs). floor is -1 in the first round, then the
+	 * largest value offered in the round before: the rank must offer
+	 * at least floor if it can (it may end up above). why is the
+	 * vote's first note and from the rank that gave it (-1: none yet).
+	 * Returns 0, or a negative errno with words in err, which fails
+	 * the exchange.
+	 */
+	int (*offer)(void *arg, int floor, int from, const char *why,
+		     int *value, char *note, size_t nlen, char *err,
+		     size_t elen);
+	void *arg;
+	/*
+	 * Out, on every rank: the first note of the vote (its first round
+	 * with one, lowest rank first), and that rank (-1: none).
+	 */
+	int note_rank;
+	char note[256];
+	/* Out: the value every rank agreed on. */
+	int value;
+};
+
+/*
+ * With vote (NULL: none), first run it (above). Then publish me, read
+ * after the vote (which may change it through offer), MACed with the job
+ * key and bound to this rendezvous and rank, read every rank's record
+ * in rank order, verify its MAC (-EACCES when it does not), check it
+ * against me and hand it to peer(arg, rank, rec), which returns 0 or a
+ * negative errno with words in err. *local receives how many ranks
+ * share this node. Blocks until the plan's timeout at most.
+ */
+int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 		      const struct psc_boot_record *me,
 		      int (*peer)(void *arg, int rank,
 				  const struct psc_boot_record *rec,

@@ -414,7 +414,171 @@ static int gather(const struct psc_boot_plan *b, struct psc_store *s,
 	return 0;
 }
 
-int psc_boot_exchange(struct psc_boot_plan *b,
+/* ------------------------------------------------------------- vote */
+
+/* Longest text of a vote or a tally. */
+#define VOTE_TEXT 400
+
+/* Publish text as this rank's name, MACed as the records are. */
+static int put_signed(const struct psc_boot_plan *b, struct psc_store *s,
+		      const char *name, const char *text)
+{
+	uint8_t buf[VOTE_TEXT + PSC_AUTH_MAC_LEN];
+	size_t n = PSC_MIN(strlen(text), (size_t)VOTE_TEXT);
+
+	/* A value of n bytes, no NUL: the store keeps its length. */
+	/* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
+	memcpy(buf, text, n);
+	psc_auth_record_mac(&b->key, s->session, b->rank, name, buf, n,
+			    buf + n);
+	return s->ops->put(s, name, buf, n + PSC_AUTH_MAC_LEN);
+}
+
+/* Read rank r's name, check its MAC, into text (len bytes, with NUL). */
+static int get_signed(const struct psc_boot_plan *b, struct psc_store *s,
+		      int r, const char *name, char *text, size_t len)
+{
+	void *val = NULL;
+	size_t vlen = 0;
+	int rc = s->ops->get(s, r, name, &val, &vlen);
+
+	if (rc)
+		return rc;
+	if (vlen < PSC_AUTH_MAC_LEN || vlen - PSC_AUTH_MAC_LEN >= len ||
+	    psc_auth_record_check(&b->key, s->session, r, name, val,
+				  vlen - PSC_AUTH_MAC_LEN,
+				  (uint8_t *)val + vlen - PSC_AUTH_MAC_LEN)) {
+		free(val);
+		snprintf(s->err, sizeof(s->err), "the %s of rank %d does not "
+			 "verify: it was forged, or published with another "
+			 "PS_COMM_JOB_KEY or in another rendezvous", name, r);
+		return -EACCES;
+	}
+	vlen -= PSC_AUTH_MAC_LEN;
+	memcpy(text, val, vlen);
+	text[vlen] = '\0';
+	free(val);
+	return 0;
+}
+
+/* "NUMBER rest": the number into *v, *rest past one blank; false if none. */
+static bool parse_lead(const char *text, int *v, const char **rest)
+{
+	char *end;
+	long n = strtol(text, &end, 10);
+
+	if (end == text || (*end && *end != ' ') || n < -1 || n > INT32_MAX)
+		return false;
+	*v = (int)n;
+	*rest = *end ? end + 1 : end;
+	return true;
+}
+
+/*
+ * Rank 0: read round k's votes and publish the tally "DONE FLOOR RANK
+ * NOTE": whether all offered the same, the largest offer, and the first
+ * note of the vote (its first round with one, lowest rank first) with
+ * its rank, or -1 and nothing. v keeps that note across rounds.
+ */
+static int tally(const struct psc_boot_plan *b, struct psc_store *s,
+		 int k, struct psc_boot_vote *v)
+{
+	char name[24], text[VOTE_TEXT + 1];
+	int max = 0, val0 = 0;
+	bool same = true;
+
+	snprintf(name, sizeof(name), "vote%d", k);
+	for (int r = 0; r < b->size; r++) {
+		const char *note;
+		int val, rc = get_signed(b, s, r, name, text, sizeof(text));
+
+		if (rc)
+			return rc;
+		if (!parse_lead(text, &val, &note) || val < 0) {
+			snprintf(s->err, sizeof(s->err), "malformed %s from "
+				 "rank %d", name, r);
+			return -EPROTO;
+		}
+		if (r == 0)
+			val0 = max = val;
+		same &= val == val0;
+		max = PSC_MAX(max, val);
+		if (*note && v->note_rank < 0) {
+			v->note_rank = r;
+			snprintf(v->note, sizeof(v->note), "%s", note);
+		}
+	}
+	snprintf(text, sizeof(text), "%d %d %d %s", same, max, v->note_rank,
+		 v->note);
+	snprintf(name, sizeof(name), "tally%d", k);
+	return put_signed(b, s, name, text);
+}
+
+/* Parse rank 0's tally text into its parts; false when malformed. */
+static bool parse_tally(const char *text, int *done, int *floor,
+			struct psc_boot_vote *v)
+{
+	const char *rest, *note;
+	int from;
+
+	if (!parse_lead(text, done, &rest) || !parse_lead(rest, floor, &rest) ||
+	    !parse_lead(rest, &from, &note) || *floor < 0 || *done < 0 ||
+	    *done > 1)
+		return false;
+	v->note_rank = from;
+	snprintf(v->note, sizeof(v->note), "%s", note);
+	return true;
+}
+
+/* Rounds of v through the open store s until every rank offers alike. */
+static int vote_rounds(const struct psc_boot_plan *b, struct psc_store *s,
+		       struct psc_boot_vote *v)
+{
+	char text[VOTE_TEXT + 1], name[24], note[256];
+	int floor = -1;
+
+	v->note_rank = -1;
+	v->note[0] = '\0';
+	for (int k = 0; k < PSC_BOOT_VOTE_ROUNDS; k++) {
+		int value, done, rc;
+
+		note[0] = '\0';
+		rc = v->offer(v->arg, floor, v->note_rank, v->note, &value,
+			      note, sizeof(note), s->err, sizeof(s->err));
+		if (rc)
+			return rc;
+		snprintf(text, sizeof(text), "%d %s", value, note);
+		snprintf(name, sizeof(name), "vote%d", k);
+		rc = put_signed(b, s, name, text);
+		if (!rc)
+			rc = s->ops->commit(s);
+		if (!rc && b->rank == 0)
+			rc = tally(b, s, k, v);
+		if (!rc)
+			rc = s->ops->commit(s);
+		snprintf(name, sizeof(name), "tally%d", k);
+		if (!rc)
+			rc = get_signed(b, s, 0, name, text, sizeof(text));
+		if (rc)
+			return rc;
+		if (!parse_tally(text, &done, &floor, v)) {
+			snprintf(s->err, sizeof(s->err), "malformed %s from "
+				 "rank 0", name);
+			return -EPROTO;
+		}
+		if (done) {
+			v->value = floor;
+			return 0;
+		}
+	}
+	snprintf(s->err, sizeof(s->err), "the ranks did not agree within %d "
+		 "rounds of the vote", PSC_BOOT_VOTE_ROUNDS);
+	return -EBADE;
+}
+
+/* ---------------------------------------------------------- exchange */
+
+int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 		      const struct psc_boot_record *me_in,
 		      int (*peer)(void *arg, int rank,
 				  const struct psc_boot_record *rec,
@@ -422,7 +586,7 @@ int psc_boot_exchange(struct psc_boot_plan *b,
 		      void *arg, int *local, char *err, size_t len)
 {
 	struct psc_store s = {0};
-	struct psc_boot_record mine = *me_in, *me = &mine;
+	struct psc_boot_record mine, *me = &mine;
 	uint8_t buf[2048 + PSC_AUTH_MAC_LEN];
 	size_t n;
 	int rc;
@@ -435,6 +599,10 @@ int psc_boot_exchange(struct psc_boot_plan *b,
 		strcmp(b->spec, "tcp") == 0 ? b->root : "", b->size);
 	rc = store_open(&s, b);
 	/* The key is known now (pmix may have made it). */
+	if (!rc && vote)
+		rc = vote_rounds(b, &s, vote);
+	/* The vote may have changed this rank's record. */
+	mine = *me_in;
 	mine.hash = psc_auth_settings_hash(&b->key, mine.agree);
 	n = psc_boot_record_encode(me, buf, sizeof(buf) - PSC_AUTH_MAC_LEN);
 	if (!rc && !n) {

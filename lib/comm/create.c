@@ -33,6 +33,8 @@ static int bootstrap_err(int rc)
 		return PS_COMM_ERR_CONFIG;
 	case -ENOSYS:
 		return PS_COMM_ERR_NOTSUP;
+	case -ENODEV: /* a reopen after the vote on the provider failed */
+		return PS_COMM_ERR_PROVIDER;
 	default:
 		return PS_COMM_ERR_BOOTSTRAP;
 	}
@@ -168,13 +170,18 @@ static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 /* What the record exchange of a bootstrap builds up. */
 struct boot_ctx {
 	struct ps_comm *c;
-	const struct psc_boot_record *me;
+	struct psc_boot_record *me;
+	enum fabrics mode;
+	struct psc_ep_config *cfg; /* how c's endpoints were opened */
 	struct psc_ep *shm;	/* a pair's shared-memory endpoint (path 1) */
 	int *raw;		/* rank -> index into ids */
 	char (*ids)[96];	/* distinct node identities */
 	int nids;
 	int used[2];		/* other ranks served by each path */
 	int same_host;		/* ranks with this rank's host name */
+	int fell_rank;		/* the first rank whose network provider */
+	char fell_why[256];	/* fell back, and why; -1: none */
+	char net_why[256];	/* why there is no network endpoint */
 };
 
 /* The index of node identity id among those seen, adding it. */
@@ -368,25 +375,27 @@ static int bind_rank(struct ps_comm *c, bool *own_core, char *err,
 /*
  * Open c's endpoints for mode: one (ANY or NET role), or for FAB_NODE
  * the pair, either half of which may be missing; *shm receives the
- * pair's shm endpoint when both opened. Returns 0 or PS_COMM_ERR_*.
+ * pair's shm endpoint when both opened. c takes a context id, unless
+ * keep_ctx (a reopen keeps the one it has). Returns 0 or PS_COMM_ERR_*
+ * with c's error set, and words in err.
  */
 static int open_endpoints(struct ps_comm *c, enum fabrics mode,
-			  struct psc_ep_config *cfg, struct psc_ep **shm)
+			  struct psc_ep_config *cfg, struct psc_ep **shm,
+			  bool keep_ctx, char *err, size_t len)
 {
 	struct psc_ep *ep = NULL, *net = NULL;
-	char err[1024];
+	uint32_t *ctx = keep_ctx ? NULL : &c->ch.ctx;
 	int rc;
 
 	*shm = NULL;
 	cfg->role = mode == FAB_NET ? PSC_ROLE_NET : PSC_ROLE_ANY;
 	if (mode == FAB_NODE) {
-		rc = psc_ep_acquire_pair(&net, shm, cfg, &c->ch.ctx, err,
-					 sizeof(err));
+		rc = psc_ep_acquire_pair(&net, shm, cfg, ctx, err, len);
 		ep = net ? net : *shm;
 		if (!net)
 			*shm = NULL;
 	} else {
-		rc = psc_ep_acquire(&ep, cfg, &c->ch.ctx, err, sizeof(err));
+		rc = psc_ep_acquire(&ep, cfg, ctx, err, len);
 	}
 	if (rc) {
 		psc_comm_set_error(c, "%s", err);
@@ -399,6 +408,105 @@ static int open_endpoints(struct ps_comm *c, enum fabrics mode,
 			return PS_COMM_ERR_NOMEM;
 	}
 	return 0;
+}
+
+/* A vote's value for "no network endpoint": above every provider's rank. */
+#define NET_NONE (1 << 20)
+
+/*
+ * Where c's network endpoint stands in pscomm's order of providers
+ * (psc_provider_net_rank), or NET_NONE when it has only shm.
+ */
+static int net_value(const struct ps_comm *c)
+{
+	if (psc_ep_caps(c->ch.ep)->link == PSC_LINK_SHM)
+		return NET_NONE;
+	return psc_provider_net_rank(psc_ep_provider(c->ch.ep));
+}
+
+/*
+ * Give up c's endpoints and open them again on a provider not ranked
+ * before floor, keeping c's context id; b's record follows. Before the
+ * exchange: nothing was posted on them yet.
+ */
+static int reopen(struct boot_ctx *b, int floor, char *err, size_t len)
+{
+	struct ps_comm *c = b->c;
+	int rc;
+
+	psc_chan_release(&c->ch);
+	c->ch.npaths = 0;
+	free(c->ch.via);
+	c->ch.via = NULL;
+	b->shm = NULL;
+	b->cfg->min_rank = floor;
+	rc = open_endpoints(c, b->mode, b->cfg, &b->shm, true, err, len);
+	if (rc)
+		return rc == PS_COMM_ERR_NOMEM ? -ENOMEM : -ENODEV;
+	err[0] = '\0';
+	snprintf(c->provider, sizeof(c->provider), "%s",
+		 psc_ep_provider(c->ch.ep));
+	my_record(c, b->shm, b->me);
+	return 0;
+}
+
+/*
+ * The vote on the network provider (boot.h): every rank offers where its
+ * network endpoint stands in pscomm's order, and a rank below the
+ * largest offer opens its endpoints again from there, so that a provider
+ * one rank could not open is given up by all. The note says which
+ * providers failed here and why.
+ */
+static int vote_offer(void *arg, int floor, int from, const char *why,
+		      int *value, char *note, size_t nlen, char *err,
+		      size_t elen)
+{
+	struct boot_ctx *b = arg;
+	struct ps_comm *c = b->c;
+	char was[64];
+	int rc;
+
+	*value = net_value(c);
+	if (floor < 0) {
+		/* What this rank chose alone: say why if it fell back. */
+		if (*value == NET_NONE && b->mode == FAB_NODE)
+			snprintf(note, nlen, "no network provider opened: %s",
+				 b->net_why);
+		else
+			snprintf(note, nlen, "%s", psc_ep_fell_back(c->ch.ep));
+		return 0;
+	}
+	if (floor <= *value)
+		return 0;
+	snprintf(was, sizeof(was), "%s", psc_ep_provider(c->ch.ep));
+	rc = reopen(b, floor, err, elen);
+	if (rc)
+		return rc;
+	*value = net_value(c);
+	psc_log(PSC_LOG_INFO, c->ch.rank, "leaving %s for %s with every rank: "
+		"on rank %d, %s", was, *value == NET_NONE ? "no network provider"
+		: psc_ep_provider(c->ch.ep), from,
+		*why ? why : "no better provider is usable");
+	/* Above the floor: the provider there failed here too. */
+	if (*value > floor && *value != NET_NONE)
+		snprintf(note, nlen, "%s", psc_ep_fell_back(c->ch.ep));
+	return 0;
+}
+
+/*
+ * After a fallback whose network endpoint stayed in use (settle_paths):
+ * rank 0 says once, for the job, which provider failed to open on which
+ * rank and why, and what every rank uses instead.
+ */
+static void warn_fell_back(const struct ps_comm *c, const struct boot_ctx *b)
+{
+	if (c->ch.rank != 0 || b->fell_rank < 0 ||
+	    psc_ep_caps(c->ch.ep)->link == PSC_LINK_SHM)
+		return;
+	psc_log(PSC_LOG_WARN, 0, "fell back: on rank %d, %s; every rank uses "
+		"%s instead. Fix the provider, or set FI_PROVIDER to choose "
+		"one (`ps_comm_info --open` tries to open each provider)",
+		b->fell_rank, b->fell_why, psc_ep_provider(c->ch.ep));
 }
 
 /*
@@ -444,22 +552,45 @@ static int settle_paths(struct ps_comm *c, struct boot_ctx *b, char *err,
 	return 0;
 }
 
-/* The bootstrap's record exchange, with b's node map filled. */
+/*
+ * The bootstrap's record exchange, with b's node map filled. Unless
+ * FI_PROVIDER named the provider (FAB_ONE), the ranks first vote on the
+ * network provider, so that a fallback on one rank moves them all.
+ */
 static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 		    struct boot_ctx *b, int *local, char *err, size_t len)
 {
+	struct psc_boot_vote vote = {.offer = vote_offer, .arg = b,
+				     .note_rank = -1};
 	int rc;
 
 	b->raw = calloc((size_t)c->ch.size, sizeof(*b->raw));
 	b->ids = calloc((size_t)c->ch.size, sizeof(*b->ids));
 	if (!b->raw || !b->ids)
 		return -ENOMEM;
+	b->fell_rank = -1;
 	if (strcmp(plan->spec, "none") == 0) {
 		/* One rank, no rendezvous. */
 		*local = 1;
+		if (*psc_ep_fell_back(c->ch.ep)) {
+			b->fell_rank = 0;
+			snprintf(b->fell_why, sizeof(b->fell_why), "%s",
+				 psc_ep_fell_back(c->ch.ep));
+		}
 		return add_peer(b, 0, b->me, err, len);
 	}
-	rc = psc_boot_exchange(plan, b->me, add_peer, b, local, err, len);
+	rc = psc_boot_exchange(plan, b->mode == FAB_ONE ? NULL : &vote, b->me,
+			       add_peer, b, local, err, len);
+	if (b->mode != FAB_ONE && vote.note_rank >= 0) {
+		b->fell_rank = vote.note_rank;
+		snprintf(b->fell_why, sizeof(b->fell_why), "%s", vote.note);
+	}
+	if (rc && b->fell_rank >= 0) {
+		size_t u = strlen(err);
+
+		snprintf(err + u, len - u, " (after the ranks fell back: on "
+			 "rank %d, %s)", b->fell_rank, b->fell_why);
+	}
 	if (!rc)
 		warn_no_key(c, plan, *local, b->same_host);
 	return rc;
@@ -471,7 +602,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	struct psc_ep_config cfg = {.params = &c->params,
 				     .role = PSC_ROLE_ANY};
 	struct psc_boot_record me;
-	struct boot_ctx b = {.c = c, .me = &me};
+	struct boot_ctx b = {.c = c, .me = &me, .cfg = &cfg};
 	enum fabrics mode;
 	bool own_core = false;
 	char err[1024];
@@ -495,9 +626,12 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	c->ch.peers = calloc((size_t)c->ch.size, sizeof(*c->ch.peers));
 	if (!c->ch.peers)
 		return PS_COMM_ERR_NOMEM;
-	rc = open_endpoints(c, mode, &cfg, &b.shm);
+	b.mode = mode;
+	rc = open_endpoints(c, mode, &cfg, &b.shm, false, err, sizeof(err));
 	if (rc)
 		return rc;
+	if (mode == FAB_NODE && net_value(c) == NET_NONE)
+		snprintf(b.net_why, sizeof(b.net_why), "%s", err);
 	snprintf(c->provider, sizeof(c->provider), "%s",
 		 psc_ep_provider(c->ch.ep));
 	if (strcmp(plan.spec, "none") != 0 &&
@@ -515,6 +649,8 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	free(b.ids);
 	if (!rc)
 		rc = settle_paths(c, &b, err, sizeof(err));
+	if (!rc)
+		warn_fell_back(c, &b);
 	if (!rc && c->live) {
 		psc_live_set_key(c->live, &plan.key);
 		rc = live_start(c, err, sizeof(err));

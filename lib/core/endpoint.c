@@ -119,11 +119,11 @@ static void ep_key(const struct psc_ep_config *cfg, char *key, size_t len)
 	const char *filter = getenv("FI_PROVIDER");
 
 	snprintf(key, len, "prov=%s;role=%d;if=%s;max=%zu;spin=%g;sw=%d/%d;"
-		 "poll=%d", filter ? filter : "", (int)cfg->role,
+		 "poll=%d;min=%d", filter ? filter : "", (int)cfg->role,
 		 cfg->iface ? cfg->iface->addrstr : "",
 		 cfg->params->max_msg_size, cfg->params->spin_us,
 		 cfg->params->sw_match, (int)cfg->sw_match,
-		 (int)cfg->poll_wait);
+		 (int)cfg->poll_wait, cfg->min_rank);
 }
 
 /* Queue depths and message limits that follow from the caps. */
@@ -318,7 +318,8 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
 		snprintf(ep->key, sizeof(ep->key), "%s", key);
 		ep_register(ep);
 	}
-	*ctx = ctx_take();
+	if (ctx)
+		*ctx = ctx_take();
 	*out = ep;
 	return 0;
 }
@@ -443,7 +444,8 @@ int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
 			*shm = NULL;
 		}
 	}
-	*ctx = ctx_take();
+	if (ctx)
+		*ctx = ctx_take();
 	return 0;
 }
 
@@ -530,6 +532,11 @@ size_t psc_ep_single_limit(const struct psc_ep *ep)
 const char *psc_ep_provider(const struct psc_ep *ep)
 {
 	return psc_fab_provider(&ep->fab);
+}
+
+const char *psc_ep_fell_back(const struct psc_ep *ep)
+{
+	return ep->fab.fell_back;
 }
 
 uint32_t psc_ep_addr_format(const struct psc_ep *ep)

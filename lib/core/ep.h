@@ -29,8 +29,9 @@ struct psc_ep;
  * with the same settings if there is one, else a new one (psc_fab_open,
  * then the software-matching buffers when the provider needs them).
  * *ctx receives the communicator's context id; ranks that create
- * communicators in the same order get the same ids. Returns 0, or a
- * negative errno with a message in err.
+ * communicators in the same order get the same ids (ctx NULL: none is
+ * taken, for a communicator that keeps its id on another endpoint).
+ * Returns 0, or a negative errno with a message in err.
  */
 int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
 		   uint32_t *ctx, char *err, size_t len);
@@ -54,7 +55,9 @@ int psc_ep_acquire_exclusive(struct psc_ep **out,
  * fabrics, in posting order) and context ids, and progressing or
  * waiting on one drives both. One of them is NULL when it cannot open
  * or cannot pair (the network provider cannot match in software); the
- * reason is logged. *ctx receives the context id. Returns 0, or when
+ * reason is logged, and when the network endpoint is the one missing,
+ * left in err too. *ctx receives the context id (ctx NULL: none is
+ * taken, as for psc_ep_acquire). Returns 0, or when
  * neither opens the network endpoint's error with words in err.
  */
 int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
@@ -92,6 +95,11 @@ const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
 const char *psc_ep_provider(const struct psc_ep *ep);
+/*
+ * The providers that failed to open before this endpoint's, each with
+ * why ("P: STEP failed: WHY; ..."), or "" (lib/fabric's fell_back).
+ */
+const char *psc_ep_fell_back(const struct psc_ep *ep);
 
 /*
  * Remove the shared-memory message rings (core/shmring.c) that process

@@ -184,7 +184,7 @@ static void apply_params(struct psc_caps *c, const struct psc_select *s)
 /*
  * The entry that fixes provider and address format: the first that fits
  * in libfabric's order, or for role NET the first of the most preferred
- * provider.
+ * provider not ranked before s->min_rank.
  */
 static const struct fi_info *first_fit(const struct fi_info *list,
 				       struct psc_select *s)
@@ -201,7 +201,7 @@ static const struct fi_info *first_fit(const struct fi_info *list,
 		if (s->role != PSC_ROLE_NET)
 			return i;
 		rank = psc_provider_net_rank(i->fabric_attr->prov_name);
-		if (rank >= 0 && (!best || rank < best_rank)) {
+		if (rank >= s->min_rank && (!best || rank < best_rank)) {
 			best = i;
 			best_rank = rank;
 		}
@@ -262,8 +262,15 @@ static int lazy_distance(const struct fi_info *info, void *arg)
 	return psc_topo_nic_distance(info, t->topo);
 }
 
+/*
+ * Choose from list (fi_getinfo's answer qrc) the entry an endpoint of
+ * cfg uses, skipping for role NET the providers ranked before min_rank,
+ * into ep->info (a copy), with its profile, caps and preflight checks.
+ * Returns 0, or -ENODATA with the reason in err.
+ */
 static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
-		     char *err, size_t len)
+		      const struct fi_info *list, int qrc, bool relaxed,
+		      int min_rank, char *err, size_t len)
 {
 	struct lazy_topo topo = {NULL, false};
 	struct psc_select sel = {
@@ -274,22 +281,20 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		.rank = cfg->rank,
 		.role = cfg->role,
 		.sw_match = cfg->sw_match,
+		.min_rank = min_rank,
 	};
 	const char *filter = getenv("FI_PROVIDER");
 	const struct fi_info *pick;
-	struct fi_info *list = NULL;
 	char installed[256];
-	bool relaxed;
 	int rc;
 
-	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
-	psc_preflight_env(cfg->params, cfg->rank, cfg->universe);
-	rc = psc_ep_query(fi_getinfo,
-			  cfg->role == PSC_ROLE_SHM ? PSC_SHM_PROVIDER : NULL,
-			  &list,
-			  &relaxed);
-	pick = rc == 0 ? psc_ep_select(list, &sel) : NULL;
+	pick = qrc == 0 ? psc_ep_select(list, &sel) : NULL;
 	psc_topo_close(topo.topo);
+	if (!pick && ep->fell_back[0]) {
+		snprintf(err, len, "no provider left to fall back to: %s",
+			 ep->fell_back);
+		return -ENODATA;
+	}
 	if (!pick) {
 		const char *rejects = sel.rejects;
 
@@ -300,19 +305,17 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 			 "work on this machine and why",
 			 filter ? " for FI_PROVIDER=" : "",
 			 filter ? filter : "",
-			 cfg->iface && rc == 0 ? " on interface " : "",
-			 cfg->iface && rc == 0 ? cfg->iface->name : "",
+			 cfg->iface && qrc == 0 ? " on interface " : "",
+			 cfg->iface && qrc == 0 ? cfg->iface->name : "",
 			 installed);
 		if (rejects[0]) {
 			size_t u = strlen(err);
 
 			snprintf(err + u, len - u, " (rejected: %s)", rejects);
 		}
-		fi_freeinfo(list);
 		return -ENODATA;
 	}
 	ep->info = fi_dupinfo(pick);
-	fi_freeinfo(list);
 	if (!ep->info)
 		return -ENOMEM;
 	ep->prov = psc_provider_lookup(ep->info->fabric_attr->prov_name);
@@ -449,20 +452,44 @@ static void explain_open_error(const struct psc_fab *ep, const char *step,
 					    : "libfabric's default");
 }
 
-int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
-		 char *err, size_t len)
+/*
+ * PS_COMM_TEST_FAIL_OPEN: whether its list names the provider of ep, in
+ * full ("tcp;ofi_rxm") or by its core ("tcp", every layering of it), so
+ * that the tests can make its open fail as a device that refuses would.
+ */
+static bool fail_injected(const struct psc_fab *ep,
+			  const struct psc_ep_config *cfg)
+{
+	const char *list = cfg->params ? cfg->params->test_fail_open : NULL;
+	const char *name = ep->info->fabric_attr->prov_name;
+	char core[64];
+
+	snprintf(core, sizeof(core), "%.*s", (int)strcspn(name, ";"), name);
+	while (list && *list) {
+		size_t n = strcspn(list, ",");
+
+		if (psc_provider_filter_names(list, n, name) ||
+		    psc_provider_filter_names(list, n, core))
+			return true;
+		list += n + (list[n] == ',');
+	}
+	return false;
+}
+
+/*
+ * Open fabric, domain, CQ, AV and endpoint on ep->info (chosen by
+ * fab_choose), enable it, and open the MR cache: a staged sequence that
+ * unwinds on error. On failure ep->info is freed, nothing is left open
+ * and err says which step failed and why.
+ */
+static int fab_open_entry(struct psc_fab *ep, const struct psc_ep_config *cfg,
+			  char *err, size_t len)
 {
 	struct fi_av_attr av_attr = {0};
+	bool injected = false;
 	const char *step;
 	int rc;
 
-	ep->wait_fd = -1;
-	ep->rank = cfg->rank;
-	if (cfg->iface)
-		snprintf(ep->iface, sizeof(ep->iface), "%s", cfg->iface->name);
-	rc = fab_choose(ep, cfg, err, len);
-	if (rc)
-		return rc;
 	step = "fi_fabric";
 	rc = fi_fabric(ep->info->fabric_attr, &ep->fabric, NULL);
 	if (rc)
@@ -494,7 +521,8 @@ int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		goto err_close_ep;
 	step = "fi_enable";
 	remove_stale_region(ep);
-	rc = fi_enable(ep->ep);
+	injected = fail_injected(ep, cfg);
+	rc = injected ? -FI_EINVAL : fi_enable(ep->ep);
 	if (rc)
 		goto err_close_ep;
 	step = "fi_getname";
@@ -537,11 +565,119 @@ err_close_domain:
 err_close_fabric:
 	fi_close(&ep->fabric->fid);
 err_step:
-	if (step)
+	if (injected)
+		snprintf(err, len, "%s on provider %s failed: %s (injected by "
+			 "PS_COMM_TEST_FAIL_OPEN)", step,
+			 ep->info->fabric_attr->prov_name, fi_strerror(-rc));
+	else if (step)
 		explain_open_error(ep, step, rc, err, len);
 	fi_freeinfo(ep->info);
 	ep->info = NULL;
+	ep->fabric = NULL;
+	ep->domain = NULL;
+	ep->cq = NULL;
+	ep->av = NULL;
+	ep->ep = NULL;
 	return rc;
+}
+
+/*
+ * Why a provider the user named is not replaced by another when it
+ * fails: appended to the error of a role ANY endpoint whose FI_PROVIDER
+ * names one provider.
+ */
+static void named_no_fallback(char *err, size_t len)
+{
+	const char *filter = getenv("FI_PROVIDER");
+	size_t u = strlen(err);
+
+	if (!psc_provider_filter_single(filter) || u + 1 >= len)
+		return;
+	snprintf(err + u, len - u, ". FI_PROVIDER=%s names this provider, "
+		 "so pscomm does not fall back to another; unset FI_PROVIDER "
+		 "(or list several) to let it try the next one in its order",
+		 filter);
+}
+
+/* Append "name: why" to ep->fell_back and say so in the log. */
+static void note_fall_back(struct psc_fab *ep, const struct psc_ep_config *cfg,
+			   const char *name, const char *why)
+{
+	size_t u = strlen(ep->fell_back);
+
+	snprintf(ep->fell_back + u, sizeof(ep->fell_back) - u, "%s%s: %s",
+		 u ? "; " : "", name, why);
+	psc_log(PSC_LOG_INFO, cfg->rank, "provider %s did not open (%s); "
+		"trying the next provider in pscomm's order", name, why);
+}
+
+int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
+		 char *err, size_t len)
+{
+	bool fallback = cfg->role == PSC_ROLE_NET;
+	int min_rank = fallback ? cfg->min_rank : 0;
+	struct fi_info *list = NULL;
+	bool relaxed = false;
+	int qrc, rc;
+
+	ep->wait_fd = -1;
+	ep->rank = cfg->rank;
+	ep->fell_back[0] = '\0';
+	if (cfg->iface)
+		snprintf(ep->iface, sizeof(ep->iface), "%s", cfg->iface->name);
+	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
+	psc_preflight_env(cfg->params, cfg->rank, cfg->universe);
+	qrc = psc_ep_query(fi_getinfo,
+			   cfg->role == PSC_ROLE_SHM ? PSC_SHM_PROVIDER : NULL,
+			   &list, &relaxed);
+	for (;;) {
+		char name[64];
+		int rank;
+
+		rc = fab_choose(ep, cfg, list, qrc, relaxed, min_rank, err,
+				len);
+		if (rc)
+			break;
+		snprintf(name, sizeof(name), "%s",
+			 ep->info->fabric_attr->prov_name);
+		rank = psc_provider_net_rank(name);
+		rc = fab_open_entry(ep, cfg, err, len);
+		if (!rc || !fallback || rc == -ENOMEM) {
+			if (rc && cfg->role == PSC_ROLE_ANY)
+				named_no_fallback(err, len);
+			break;
+		}
+		note_fall_back(ep, cfg, name, err);
+		min_rank = rank + 1;
+	}
+	fi_freeinfo(list);
+	return rc;
+}
+
+int psc_fab_try_open(const struct fi_info *entry,
+		     const struct psc_params *p, int ranks, char *err,
+		     size_t len)
+{
+	struct psc_ep_config cfg = {.params = p, .rank = -1,
+				    .role = PSC_ROLE_ANY, .universe = ranks};
+	struct psc_fab ep;
+	int rc;
+
+	memset(&ep, 0, sizeof(ep));
+	ep.wait_fd = -1;
+	ep.rank = -1;
+	psc_preflight_env(p, -1, ranks);
+	ep.info = fi_dupinfo(entry);
+	if (!ep.info)
+		return -ENOMEM;
+	ep.prov = psc_provider_lookup(ep.info->fabric_attr->prov_name);
+	ep.prov->derive_caps(ep.info, &ep.caps);
+	rc = fab_open_entry(&ep, &cfg, err, len);
+	if (rc)
+		return rc;
+	psc_fab_close_ep(&ep);
+	psc_fab_close(&ep);
+	return 0;
 }
 
 void psc_fab_close_ep(struct psc_fab *f)

@@ -49,6 +49,11 @@ struct psc_fab {
 	char iface[64];		   /* interface used, or "" */
 	struct psc_mr_cache *mr;   /* registrations of this domain */
 	bool mr_local;		   /* a descriptor with every buffer */
+	/*
+	 * Role NET: the providers that failed to open before this one,
+	 * each with why ("P: STEP failed: WHY; ..."), or "".
+	 */
+	char fell_back[768];
 };
 
 /*
@@ -71,17 +76,37 @@ struct psc_ep_config {
 					* libfabric's per-peer structures
 					* (FI_UNIVERSE_SIZE) if this is the
 					* process's first endpoint; 0 unknown */
+	int min_rank;		       /* role NET: start at this rank of
+					* pscomm's order, skipping better
+					* providers (psc_provider_net_rank) */
 };
 
 /*
  * Choose a provider entry (honouring FI_PROVIDER, preflight first) and
  * open fabric, domain, CQ, AV, endpoint and the MR cache into f, which
- * the caller zeroed. Returns 0, or a negative errno with a message in
- * err; -ENODATA ("nothing usable") lists the providers installed. On
- * failure nothing is left open.
+ * the caller zeroed. For role NET, a provider that fails to open is
+ * logged and the next one in pscomm's order is tried (f->fell_back says
+ * which failed and why); the other roles serve a provider the user
+ * named, or the van, whose peers cannot follow a fallback, and fail.
+ * Returns 0, or a negative errno with a message in err; -ENODATA
+ * ("nothing usable") lists the providers installed. On failure nothing
+ * is left open.
  */
 int psc_fab_open(struct psc_fab *f, const struct psc_ep_config *cfg,
 		 char *err, size_t len);
+
+/*
+ * Open and close again, in psc_fab_open's steps and with its attributes,
+ * an endpoint on entry (a copy is taken), to tell whether the provider
+ * opens here: 0, or the failure's negative errno with the step, the
+ * reason and the profile's explanation in err. Never falls back. Calls
+ * psc_preflight_env first (ranks sizes FI_UNIVERSE_SIZE, as for a job of
+ * that many ranks). p, the settings (the registration cache's), must
+ * not be NULL. Blocking only as libfabric's open and close are.
+ */
+int psc_fab_try_open(const struct fi_info *entry,
+		     const struct psc_params *p, int ranks, char *err,
+		     size_t len);
 
 /*
  * Close the endpoint only: no completion arrives after it, so the caller

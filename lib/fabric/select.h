@@ -33,6 +33,9 @@ struct psc_select {
 	int rank;			 /* for log lines */
 	enum psc_ep_role role;		 /* which providers may serve */
 	bool sw_match;			 /* software matching wanted */
+	int min_rank;			 /* role NET: skip providers ranked
+					  * before it (psc_provider_net_rank):
+					  * those that failed to open */
 	const struct fi_info *pick;	 /* out: points into the list */
 	struct psc_caps caps;		 /* out: derived, params applied */
 	int nic_distance;		 /* out: the pick's, -1 unknown */
@@ -56,7 +59,8 @@ int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
  * in libfabric's order, or for s->role NET (where shm never serves) the
  * first of the best provider in pscomm's preference order, hardware
  * first and tcp last (psc_provider_net_rank); among
- * the entries of that provider and format, the NIC nearest to the
+ * the entries of that provider and format (for role NET, none ranked
+ * before s->min_rank), the NIC nearest to the
  * process by s->distance wins, ties keeping libfabric's order (no
  * reordering when FI_VERBS_IFACE and the like are set). Fills s->pick,
  * s->caps (with PS_COMM_MAX_MSG_SIZE and PS_COMM_SW_MATCH applied),

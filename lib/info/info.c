@@ -11,8 +11,10 @@
 
 #include <rdma/fabric.h>
 
+#include "boot/boot.h"
 #include "coll/coll.h"
 #include "fabric/fabric.h"
+#include "fabric/preflight.h"
 #include "fabric/topo.h"
 #include "info/info_int.h"
 #include "ps_comm/info.h"
@@ -23,7 +25,8 @@
 	(offsetof(ps_comm_info_opts_t, entries_name) + sizeof(const char *))
 
 #define KNOWN_FLAGS                                                            \
-	(PS_COMM_INFO_PARAMS | PS_COMM_INFO_VERBOSE | PS_COMM_INFO_TOPO)
+	(PS_COMM_INFO_PARAMS | PS_COMM_INFO_VERBOSE | PS_COMM_INFO_TOPO |      \
+	 PS_COMM_INFO_OPEN)
 
 /* ---------------------------------------------------------- versions */
 
@@ -153,9 +156,27 @@ static int read_opts(const ps_comm_info_opts_t *opts, ps_comm_info_opts_t *o)
 	if (opts->size < OPTS_SIZE_V1)
 		return PS_COMM_ERR_ARG;
 	memcpy(o, opts, PSC_MIN(opts->size, sizeof(*o)));
-	if ((o->flags & ~KNOWN_FLAGS) || (o->entries && !o->getinfo))
+	if ((o->flags & ~KNOWN_FLAGS) || (o->entries && !o->getinfo) ||
+	    ((o->flags & PS_COMM_INFO_OPEN) && o->entries) ||
+	    o->open_ranks < 0)
 		return PS_COMM_ERR_ARG;
 	return 0;
+}
+
+/*
+ * The job size --open sizes endpoints for: the caller's, or the one
+ * ps_comm_init would read from the environment, or 1.
+ */
+static int open_ranks(const ps_comm_info_opts_t *o)
+{
+	char err[256];
+	int rank, size;
+
+	if (o->open_ranks > 0)
+		return o->open_ranks;
+	if (psc_env_rank_size(&rank, &size, err, sizeof(err)) != 0)
+		return 1;
+	return size;
 }
 
 /* The settings every section reads, as ps_comm_init would read them. */
@@ -177,6 +198,12 @@ static void load_context(struct psc_info *cx, FILE *out,
 	cx->filter = o->entries ? NULL : getenv("FI_PROVIDER");
 	if (cx->filter && !*cx->filter)
 		cx->filter = NULL;
+	if (o->flags & PS_COMM_INFO_OPEN) {
+		cx->open_ranks = open_ranks(o);
+		/* What ps_comm_init sets before libfabric loads. */
+		psc_preflight_env(cx->params_ok ? &cx->params : NULL, -1,
+				  cx->open_ranks);
+	}
 }
 
 int ps_comm_info_opts_init(ps_comm_info_opts_t *opts)
@@ -190,12 +217,14 @@ int ps_comm_info_opts_init(ps_comm_info_opts_t *opts)
 
 int ps_comm_info_print(FILE *out, const ps_comm_info_opts_t *opts)
 {
+	struct psc_info_opened opened = {0};
 	ps_comm_info_opts_t o;
 	struct psc_info cx;
 
 	if (!out || read_opts(opts, &o) != 0)
 		return PS_COMM_ERR_ARG;
 	load_context(&cx, out, &o);
+	cx.opened = &opened;
 	print_versions(out);
 	/* Every later section assumes valid settings: say so up front. */
 	if (!cx.params_ok)

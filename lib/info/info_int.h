@@ -32,6 +32,19 @@ struct psc_info {
 	const char *replay_name;     /* where they came from */
 	bool topo;		     /* PS_COMM_INFO_TOPO */
 	const char *topo_xml;	     /* the topology to draw, NULL: here */
+	int open_ranks;		     /* PS_COMM_INFO_OPEN: the job size
+				      * endpoints are sized for; 0: off */
+	struct psc_info_opened *opened; /* what opening each found */
+};
+
+/* With PS_COMM_INFO_OPEN: whether each provider tried opened. */
+#define PSC_INFO_OPENED_MAX 32
+struct psc_info_opened {
+	size_t n;
+	struct {
+		char name[64];	     /* full provider name */
+		int rc;		     /* psc_fab_try_open's */
+	} p[PSC_INFO_OPENED_MAX];
 };
 
 /*

@@ -288,6 +288,44 @@ static void print_entries(FILE *out, const struct fi_info *list,
 	}
 }
 
+/*
+ * --open: open and close an endpoint on g's first usable entry, as
+ * ps_comm_init would, and say whether it worked or which step failed and
+ * why; the result is kept for the choice.
+ */
+static void try_open(const struct psc_info *cx, const struct group *g)
+{
+	struct psc_info_opened *o = cx->opened;
+	char err[1024];
+	int rc;
+
+	if (!cx->params_ok) {
+		fprintf(cx->out, "      open: not tried (the settings are "
+			"invalid)\n");
+		return;
+	}
+	rc = psc_fab_try_open(g->pick, &cx->params, cx->open_ranks, err,
+			      sizeof(err));
+	if (rc)
+		fprintf(cx->out, "      open: FAILED: %s\n", err);
+	else
+		fprintf(cx->out, "      open: ok (fabric, domain, CQ, AV, "
+			"endpoint, enable, registration cache)\n");
+	if (o->n < PSC_INFO_OPENED_MAX) {
+		snprintf(o->p[o->n].name, sizeof(o->p[0].name), "%s", g->name);
+		o->p[o->n++].rc = rc;
+	}
+}
+
+/* --open: whether provider name failed to open (false: opened, untried). */
+static bool open_failed(const struct psc_info *cx, const char *name)
+{
+	for (size_t k = 0; cx->opened && k < cx->opened->n; k++)
+		if (strcmp(cx->opened->p[k].name, name) == 0)
+			return cx->opened->p[k].rc != 0;
+	return false;
+}
+
 /* Report one group: usable with its attributes, or why not. */
 static void print_group(const struct psc_info *cx, const struct fi_info *list,
 			const struct group *g)
@@ -307,6 +345,8 @@ static void print_group(const struct psc_info *cx, const struct fi_info *list,
 		return;
 	}
 	print_usable(cx, g, &c, &tl);
+	if (cx->open_ranks)
+		try_open(cx, g);
 	if (cx->verbose) {
 		print_entries(cx->out, list, g->name);
 		print_tunables(cx->out, g->name);
@@ -432,6 +472,12 @@ void psc_info_providers(const struct psc_info *cx)
 	int rc;
 
 	fprintf(cx->out, "\nlibfabric providers (can pscomm use it?):\n");
+	if (cx->open_ranks)
+		fprintf(cx->out, "  (opening an endpoint on each usable one, "
+			"sized for a job of %d rank%s: FI_UNIVERSE_SIZE=%s)\n",
+			cx->open_ranks, cx->open_ranks == 1 ? "" : "s",
+			getenv("FI_UNIVERSE_SIZE")
+				? getenv("FI_UNIVERSE_SIZE") : "unset");
 	if (cx->replayed) {
 		fprintf(cx->out, "  (entries replayed from %s)\n",
 			cx->replay_name);
@@ -532,13 +578,29 @@ void psc_info_choice(const struct psc_info *cx)
 	const char *intra = cx->params_ok ? cx->params.intra : "auto";
 	/* FI_PROVIDER naming one provider sends everything over it. */
 	bool one = psc_provider_filter_single(cx->filter);
-	char nic[256];
+	char nic[256], failed[256] = "";
 	bool relaxed;
 
 	if (!one)
 		sel.role = PSC_ROLE_NET;
 	if (psc_ep_query(cx->gi, NULL, &list, &relaxed) == 0)
 		pick = psc_ep_select(list, &sel);
+	/* --open: past what failed to open, as ps_comm_init falls back. */
+	while (pick && !one && open_failed(cx, pick->fabric_attr->prov_name)) {
+		psc_info_list_add(failed, sizeof(failed),
+				  pick->fabric_attr->prov_name);
+		sel.min_rank =
+			psc_provider_net_rank(pick->fabric_attr->prov_name) + 1;
+		pick = psc_ep_select(list, &sel);
+	}
+	if (pick && one && open_failed(cx, pick->fabric_attr->prov_name)) {
+		fprintf(cx->out, "\npscomm would use: nothing; %s failed to "
+			"open, and FI_PROVIDER=%s names it, so ps_comm_init "
+			"would fail without falling back\n",
+			pick->fabric_attr->prov_name, cx->filter);
+		psc_fab_freeinfo(list);
+		return;
+	}
 	/*
 	 * The library's NIC choice by locality (live only), with hwloc's
 	 * I/O view loaded only when the provider's entries name a NIC.
@@ -549,6 +611,9 @@ void psc_info_choice(const struct psc_info *cx)
 		pick = psc_ep_select(list, &sel);
 	}
 	print_pick(cx, pick, &sel);
+	if (failed[0])
+		fprintf(cx->out, "  (after falling back: %s failed to open "
+			"above)\n", failed);
 	if (!one)
 		print_intra(cx, intra, pick);
 	if (pick && sel.caps.nic_local) {

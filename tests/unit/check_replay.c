@@ -514,6 +514,38 @@ START_TEST(test_net_preferred)
 }
 END_TEST
 
+/*
+ * A fallback skips the providers ranked before min_rank (those that
+ * failed to open): net first, then tcp;ofi_rxm past net, then nothing.
+ * Other roles ignore it.
+ */
+START_TEST(test_min_rank)
+{
+	struct fi_info *list = NULL;
+	struct psc_select sel;
+	char err[256];
+	int net = psc_provider_net_rank("net");
+
+	ck_assert_int_eq(psc_replay_parse(two_ip_fabrics, &list, err,
+					  sizeof(err)), 0);
+	ck_assert_int_lt(net, psc_provider_net_rank("tcp;ofi_rxm"));
+	memset(&sel, 0, sizeof(sel));
+	sel.rank = -1;
+	sel.role = PSC_ROLE_NET;
+	sel.min_rank = net;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "net");
+	sel.min_rank = net + 1;
+	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+			 "tcp;ofi_rxm");
+	sel.min_rank = psc_provider_net_rank("tcp;ofi_rxm") + 1;
+	ck_assert_ptr_null(psc_ep_select(list, &sel));
+	sel.role = PSC_ROLE_ANY;
+	ck_assert_ptr_nonnull(psc_ep_select(list, &sel));
+	fi_freeinfo(list);
+}
+END_TEST
+
 /* IP providers follow the bootstrap interface unless FI_TCP_IFACE is set. */
 START_TEST(test_ip_iface)
 {
@@ -718,6 +750,49 @@ START_TEST(test_preflight_env)
 }
 END_TEST
 
+/*
+ * FI_UNIVERSE_SIZE follows the job's size, at most libfabric's default
+ * of 1024, and a user's value wins. Once per process: each case runs in
+ * a process of its own (Check forks).
+ */
+static const struct {
+	const char *user; /* FI_UNIVERSE_SIZE before, or NULL */
+	int ranks;
+	const char *want; /* after, or NULL: unset */
+	size_t universe;
+	enum psc_universe_from from;
+} universes[] = {
+	{NULL, 8, "8", 8, PSC_UNIVERSE_JOB},
+	{NULL, 5000, "1024", 1024, PSC_UNIVERSE_JOB},
+	{NULL, 0, NULL, 1024, PSC_UNIVERSE_DEFAULT},
+	{"64", 8, "64", 64, PSC_UNIVERSE_USER},
+};
+
+START_TEST(test_universe)
+{
+	enum psc_universe_from from;
+	const char *fork = getenv("CK_FORK");
+
+	/* Without a process per test, an earlier test decided already. */
+	if (fork && strcmp(fork, "no") == 0)
+		return;
+	if (universes[_i].user)
+		setenv("FI_UNIVERSE_SIZE", universes[_i].user, 1);
+	else
+		unsetenv("FI_UNIVERSE_SIZE");
+	psc_preflight_env(NULL, -1, universes[_i].ranks);
+	if (universes[_i].want)
+		ck_assert_str_eq(getenv("FI_UNIVERSE_SIZE"),
+				 universes[_i].want);
+	else
+		ck_assert_ptr_null(getenv("FI_UNIVERSE_SIZE"));
+	ck_assert_uint_eq(psc_preflight_universe(&from),
+			  universes[_i].universe);
+	ck_assert_int_eq(from, universes[_i].from);
+	unsetenv("FI_UNIVERSE_SIZE");
+}
+END_TEST
+
 static Suite *replay_suite(void)
 {
 	Suite *s = suite_create("replay");
@@ -739,6 +814,7 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_ip_iface);
 	tcase_add_test(tc, test_roles);
 	tcase_add_test(tc, test_net_preferred);
+	tcase_add_test(tc, test_min_rank);
 	tcase_add_test(tc, test_params_applied);
 	suite_add_tcase(s, tc);
 
@@ -752,6 +828,8 @@ static Suite *replay_suite(void)
 	tc = tcase_create("preflight");
 	tcase_add_test(tc, test_job_uuid);
 	tcase_add_test(tc, test_preflight_env);
+	tcase_add_loop_test(tc, test_universe, 0,
+			    (int)PSC_ARRAY_SIZE(universes));
 	suite_add_tcase(s, tc);
 	return s;
 }
