@@ -150,4 +150,5 @@ done
 	echo
 	echo "bench/rdma_peers.sh -d \"$devices\" -r $rounds -s \"$sizes\" -i $iters; latency is half a round trip (fi_pingpong's usec/xfer)"
 } >"$out/summary.md"
+rm -f "$out/mpi_pingpong"
 cat "$out/summary.md"

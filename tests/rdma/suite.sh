@@ -219,22 +219,20 @@ check() {
 # --- The cases ------------------------------------------------------------
 
 case_info() {
-	local out=$RIG_DIR/info.out st
-	rig_run 0 120 "$B/tools/ps_comm_info --open" >"$out" 2>&1
+	local out=$RIG_DIR/info.out blk=$RIG_DIR/info.verbs st link=RoCE
+	[ "$RIG_DEV" = siw ] && link=iWARP
+	rig_run 0 180 "$B/tools/ps_comm_info --open" >"$out" 2>&1
 	st=$?
+	# verbs;ofi_rxm's block: its line and the indented lines below it.
+	awk '/^  [^ ]/ { on = ($1 == "verbs;ofi_rxm") } on' "$out" >"$blk"
 	check "ps_comm_info --open runs (exit $st)" [ $st -eq 0 ]
 	check "ps_comm_info: verbs;ofi_rxm usable on ${RIG_DEV}0" \
-		grep -Eq "verbs;ofi_rxm +yes:.*${RIG_DEV}0" "$out"
-	if [ "$RIG_DEV" = rxe ]; then
-		check "ps_comm_info: rxe0's link is RoCE" \
-			grep -Eq "link .*RoCE" "$out"
-	else
-		check "ps_comm_info: siw0's link is iWARP" \
-			grep -Eq "link .*iWARP" "$out"
-	fi
-	check "ps_comm_info: verbs;ofi_rxm opens" \
-		grep -Eq "verbs;ofi_rxm.*opens" "$out"
-	[ "$failed" = 0 ] || sed 's/^/#   /' "$out" | head -40
+		grep -Eq "^  verbs;ofi_rxm +yes:.*${RIG_DEV}0" "$blk"
+	check "ps_comm_info: ${RIG_DEV}0's link is $link" \
+		grep -Eq "^ +link $link" "$blk"
+	check "ps_comm_info --open: verbs;ofi_rxm opens" \
+		grep -Eq "^ +open: ok" "$blk"
+	[ "$failed" = 0 ] || sed 's/^/#   /' "$out" | head -60
 }
 
 case_p2p() {
