@@ -590,6 +590,7 @@ int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 	uint8_t buf[2048 + PSC_AUTH_MAC_LEN];
 	size_t n;
 	int rc;
+	bool differ = false;
 
 	s.rank = b->rank;
 	s.size = b->size;
@@ -617,10 +618,26 @@ int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 	}
 	if (!rc)
 		rc = s.ops->commit(&s);
-	if (!rc)
+	if (!rc) {
 		rc = gather(b, &s, me, peer, arg, local);
-	if (!rc)
+		differ = rc == -EBADE;
+	}
+	if (differ) {
+		/*
+		 * Settings differ: every rank sees it in the same records.
+		 * Meet the others at the last fence before leaving, so that
+		 * none takes this rank's exit for a death before it has read
+		 * the difference itself (the rendezvous aborts a store whose
+		 * member left). The difference stays the error.
+		 */
+		char why[sizeof(s.err)];
+
+		memcpy(why, s.err, sizeof(why));
+		(void)s.ops->finish(&s);
+		memcpy(s.err, why, sizeof(s.err));
+	} else if (!rc) {
 		rc = s.ops->finish(&s);
+	}
 	if (rc)
 		snprintf(err, len, "bootstrap (%s) failed: %s",
 			 s.ops ? s.ops->name : b->spec, s.err);
