@@ -94,6 +94,10 @@ struct psc_caps {
 				 * (net: its trywait does nothing): the CQ
 				 * gets a wait set of pscomm's, tried with
 				 * fi_wait(set, 0), which clears it */
+	bool gid_from_addr;	/* RoCE: connections go through rdma_cm,
+				 * which takes the GID of the entry's IP
+				 * address (verbs;ofi_rxm); else the GID is
+				 * the one gid_env indexes (datagrams) */
 };
 
 /*
@@ -149,7 +153,11 @@ struct psc_provider_ops {
 	 * before fi_getinfo in that case (shm).
 	 */
 	const char *no_cma_env;
-	/* The variable that selects a RoCE port's GID index (verbs). */
+	/*
+	 * The variable that selects a RoCE port's GID index (verbs): for
+	 * datagram endpoints only (caps.gid_from_addr false); rdma_cm picks
+	 * the GID of connected ones from their IP address.
+	 */
 	const char *gid_env;
 	/*
 	 * Remove the files that back shared-memory queues nobody will close:

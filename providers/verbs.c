@@ -10,8 +10,9 @@
  * when offered, and then every buffer needs a descriptor; registered
  * pages are pinned, so RLIMIT_MEMLOCK must be high; data progress is
  * manual under rxm; iWARP reports cq_data_size 0, so nothing may ride in
- * CQ data there. Pitfalls kept as data below: the RoCE GID index on
- * ports with several GIDs, fork() after opening the device, and the rxm
+ * CQ data there. Pitfalls kept as data below: the RoCE GID of datagram
+ * endpoints (connections take the GID of their IP address from rdma_cm),
+ * fork() after opening the device, and the rxm
  * eager limit, which must be identical on every rank (bootstrap compares
  * it). The NIC is not tied to the bootstrap interface: pscomm prefers the
  * device nearest to the process unless FI_VERBS_IFACE pins one.
@@ -22,9 +23,12 @@
 #include "provider.h"
 
 static const struct psc_tunable verbs_tunables[] = {
-	{"FI_VERBS_GID_IDX", "RoCE: GID index on ports with several GIDs "
-			     "(RoCE v1/v2, IPv4/IPv6); every rank must use "
-			     "the same RoCE version (`show_gids`)"},
+	{"FI_VERBS_GID_IDX", "RoCE, verbs;ofi_rxd (datagrams) only: the GID "
+			     "index its endpoints use (default 0, the "
+			     "link-local RoCE v1 GID); set it to the RoCE v2 "
+			     "index of the address on every rank (`show_gids`)."
+			     " verbs;ofi_rxm connects through rdma_cm, which "
+			     "takes the GID of the entry's IP address"},
 	{"FI_VERBS_IFACE", "netdev (prefix) of the RDMA device; default ib"},
 	{"FI_VERBS_DEVICE_NAME", "use only this RDMA device (e.g. mlx5_0)"},
 	{"FI_VERBS_INLINE_SIZE", "bytes sent inline; sets the inject size"},
@@ -95,6 +99,14 @@ static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	/* iWARP has no immediate data; never trust CQ data for tags. */
 	if (c->link == PSC_LINK_IWARP)
 		c->cq_data_size = 0;
+	/*
+	 * rxm's connections are rdma_cm's: the kernel takes the GID of the
+	 * source IP address (IPv4-mapped for IPv4), of the port's default
+	 * RoCE type (v2 where the port has it). FI_VERBS_GID_IDX only
+	 * indexes the GID of datagram endpoints (and names the fabric).
+	 */
+	c->gid_from_addr = strstr(info->fabric_attr->prov_name, "ofi_rxm") !=
+			   NULL;
 }
 
 /* rxm gives each verbs connection its own receive queue by default. */

@@ -6,10 +6,13 @@
  * universe size from the job's size); after an
  * entry is chosen it checks what that entry needs (RLIMIT_MEMLOCK for
  * pinned memory, /dev/shm for shm) and logs what a user debugging the
- * fabric wants to see (the RoCE GID, the NIC's locality). Every warning
+ * fabric wants to see (the RoCE GID the endpoint will use, from sysfs,
+ * and the NIC's locality). Every warning
  * names its fix. The families' variables come from their profiles'
  * data, so nothing here compares provider names.
  */
+#include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -334,53 +337,304 @@ static bool read_line(const char *path, char *buf, size_t len)
 	return ok;
 }
 
+/* One GID of a port, as sysfs lists it. */
+struct gid_entry {
+	int index;
+	uint8_t raw[16];
+	char text[48];
+	char type[16];	/* "RoCE v2", "IB/RoCE v1" or "" */
+	char ndev[32];
+};
+
+/* The type sysfs gives RoCE v2 GIDs (the other is "IB/RoCE v1"). */
+#define ROCE_V2 "RoCE v2"
+
+/* fe80::/10: a link-local GID, which is not routed. */
+static bool gid_link_local(const uint8_t *raw)
+{
+	return raw[0] == 0xfe && (raw[1] & 0xc0) == 0x80;
+}
+
 /*
- * Log the GID a RoCE port uses (the profile's gid_env, default 0), its
- * RoCE version and netdev, and warn when the port has several GIDs but
- * no index was chosen.
+ * The non-zero GIDs of dev's port 1 under fsroot, in index order, into
+ * a malloc'd array (*n of them); NULL when there is none.
  */
-static void log_roce_gid(const struct fi_info *info, const char *var,
-			 int rank)
+static struct gid_entry *read_gids(const char *fsroot, const char *dev,
+				   size_t *n)
+{
+	struct gid_entry *all = NULL, g;
+	char dir[512], path[640];
+	struct dirent *d;
+	size_t cap = 0;
+	DIR *dp;
+
+	*n = 0;
+	snprintf(dir, sizeof(dir), "%s/sys/class/infiniband/%s/ports/1",
+		 fsroot, dev);
+	snprintf(path, sizeof(path), "%s/gids", dir);
+	dp = opendir(path);
+	while (dp && (d = readdir(dp)) != NULL) {
+		static const uint8_t zero[16];
+
+		if (psc_param_parse_int(d->d_name, &g.index) != 0 ||
+		    g.index < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/gids/%d", dir, g.index);
+		if (!read_line(path, g.text, sizeof(g.text)) ||
+		    inet_pton(AF_INET6, g.text, g.raw) != 1 ||
+		    memcmp(g.raw, zero, sizeof(zero)) == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/gid_attrs/types/%d", dir,
+			 g.index);
+		if (!read_line(path, g.type, sizeof(g.type)))
+			g.type[0] = '\0';
+		snprintf(path, sizeof(path), "%s/gid_attrs/ndevs/%d", dir,
+			 g.index);
+		if (!read_line(path, g.ndev, sizeof(g.ndev)))
+			snprintf(g.ndev, sizeof(g.ndev), "?");
+		if (*n == cap) {
+			struct gid_entry *more;
+
+			cap = cap ? 2 * cap : 16;
+			more = realloc(all, cap * sizeof(*all));
+			if (!more)
+				break;
+			all = more;
+		}
+		all[(*n)++] = g;
+	}
+	if (dp)
+		closedir(dp);
+	/* readdir's order is the directory's: sort by index. */
+	for (size_t i = 1; i < *n; i++)
+		for (size_t j = i; j > 0 && all[j - 1].index > all[j].index;
+		     j--) {
+			g = all[j];
+			all[j] = all[j - 1];
+			all[j - 1] = g;
+		}
+	return all;
+}
+
+/* The GID rdma_cm derives from an IP address: ::ffff:a.b.c.d for IPv4. */
+static bool addr_gid(const struct sockaddr *sa, uint8_t *raw, char *text,
+		     size_t len)
+{
+	memset(raw, 0, 16);
+	if (sa && sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		raw[10] = raw[11] = 0xff;
+		memcpy(raw + 12, &in->sin_addr, 4);
+		inet_ntop(AF_INET, &in->sin_addr, text, (socklen_t)len);
+		return true;
+	}
+	if (sa && sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		memcpy(raw, &in6->sin6_addr, 16);
+		inet_ntop(AF_INET6, &in6->sin6_addr, text, (socklen_t)len);
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The RoCE type rdma_cm asks for on dev's port 1: its configfs
+ * default_roce_mode when someone set one, else RoCE v2 when the port has
+ * v2 GIDs (the kernel's preference), else v1.
+ */
+static void cm_gid_type(const char *fsroot, const char *dev,
+			const struct gid_entry *g, size_t n, char *type,
+			size_t len)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/sys/kernel/config/rdma_cm/%s/ports/"
+		 "1/default_roce_mode", fsroot, dev);
+	if (read_line(path, type, len) && *type)
+		return;
+	snprintf(type, len, "IB/RoCE v1");
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(g[i].type, ROCE_V2) == 0)
+			snprintf(type, len, ROCE_V2);
+}
+
+/* The first routable RoCE v2 GID, IPv4-mapped first; NULL if none. */
+static const struct gid_entry *routable_v2(const struct gid_entry *g,
+					   size_t n)
+{
+	const struct gid_entry *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(g[i].type, ROCE_V2) != 0 ||
+		    gid_link_local(g[i].raw))
+			continue;
+		if (g[i].raw[10] == 0xff && g[i].raw[11] == 0xff)
+			return &g[i];
+		if (!best)
+			best = &g[i];
+	}
+	return best;
+}
+
+static void describe(char *buf, size_t len, const struct gid_entry *e)
+{
+	snprintf(buf, len, "GID index %d, %s (%s, netdev %s)", e->index,
+		 e->text, e->type[0] ? e->type : "type unknown", e->ndev);
+}
+
+/* Connections: rdma_cm takes the GID of the endpoint's address. */
+static void gid_by_cm(const char *fsroot, const char *dev,
+		      const struct sockaddr *addr,
+		      const struct psc_provider_ops *prov,
+		      const struct gid_entry *g, size_t n,
+		      struct psc_roce_gid *out)
+{
+	const char *var = prov->gid_env;
+	const char *env = var ? getenv(var) : NULL;
+	const struct gid_entry *use = NULL, *other = NULL;
+	char ip[INET6_ADDRSTRLEN] = "?", type[16], what[160];
+	uint8_t want[16];
+
+	if (!addr_gid(addr, want, ip, sizeof(ip))) {
+		snprintf(out->line, sizeof(out->line), "RoCE device %s port 1: "
+			 "rdma_cm picks the GID of the endpoint's address, "
+			 "which is not an IP address here", dev);
+		return;
+	}
+	cm_gid_type(fsroot, dev, g, n, type, sizeof(type));
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(g[i].raw, want, 16) != 0)
+			continue;
+		if (!use && strcmp(g[i].type, type) == 0)
+			use = &g[i];
+		else if (!other)
+			other = &g[i];
+	}
+	if (use) {
+		out->index = use->index;
+		describe(what, sizeof(what), use);
+		snprintf(out->line, sizeof(out->line), "RoCE device %s port 1: "
+			 "rdma_cm connects from %s with %s%s%s%s", dev, ip,
+			 what, env ? "; " : "", env ? var : "",
+			 env ? " does not choose it (it indexes the GID of "
+			       "datagram endpoints)" : "");
+		return;
+	}
+	out->level = PSC_GID_PROBLEM;
+	snprintf(out->line, sizeof(out->line), "RoCE device %s port 1: no %s "
+		 "GID of %s among its %zu GIDs", dev, type, ip, n);
+	if (other)
+		snprintf(out->why, sizeof(out->why), "RoCE device %s has %s "
+			 "only as a %s GID (index %d), and rdma_cm asks for "
+			 "%s, its default for the port: connections from %s "
+			 "will fail. Give every rank the same RoCE mode "
+			 "(configfs rdma_cm default_roce_mode, or the NIC's "
+			 "settings)", dev, ip, other->type, other->index, type,
+			 ip);
+	else
+		snprintf(out->why, sizeof(out->why), "RoCE device %s has no "
+			 "GID of %s, the address pscomm's endpoint uses, so "
+			 "rdma_cm cannot connect from it. Check that %s is on "
+			 "the device's netdev (`rdma link`)%s%s", dev, ip, ip,
+			 prov->iface_env ? ", or choose the netdev with " : "",
+			 prov->iface_env ? prov->iface_env : "");
+}
+
+/* Datagrams: the GID var indexes, 0 by default. */
+static void gid_by_index(const char *dev, const char *var,
+			 const struct gid_entry *g, size_t n,
+			 struct psc_roce_gid *out)
+{
+	const char *env = getenv(var);
+	const struct gid_entry *use = NULL, *v2 = routable_v2(g, n);
+	char what[160], alt[160] = "";
+	int idx = 0;
+
+	/* atoi would read "x" or "1x" as an index; show such a value as 0. */
+	if (env && (psc_param_parse_int(env, &idx) != 0 || idx < 0))
+		idx = 0;
+	for (size_t i = 0; i < n; i++)
+		if (g[i].index == idx)
+			use = &g[i];
+	if (v2)
+		snprintf(alt, sizeof(alt), "%d (%s, RoCE v2)", v2->index,
+			 v2->text);
+	out->suggest = v2 ? v2->index : -1;
+	if (!use) {
+		out->level = PSC_GID_PROBLEM;
+		snprintf(out->line, sizeof(out->line), "RoCE device %s port 1: "
+			 "GID index %d is empty", dev, idx);
+		snprintf(out->why, sizeof(out->why), "RoCE device %s has no "
+			 "GID at index %d (%s%s%s), which its datagram "
+			 "endpoints would use: set %s to a RoCE v2 index on "
+			 "every rank%s%s", dev, idx, env ? var : "the default",
+			 env ? "=" : "", env ? env : "", var,
+			 v2 ? ", e.g. " : "", alt);
+		return;
+	}
+	out->index = use->index;
+	describe(what, sizeof(what), use);
+	snprintf(out->line, sizeof(out->line), "RoCE device %s port 1: "
+		 "datagram endpoints use %s%s%s", dev, what,
+		 env ? ", from " : "", env ? var : "");
+	if (env || !v2 || v2 == use ||
+	    (strcmp(use->type, ROCE_V2) == 0 && !gid_link_local(use->raw)))
+		return;
+	out->level = PSC_GID_ADVICE;
+	snprintf(out->why, sizeof(out->why), "datagram endpoints on RoCE "
+		 "device %s use %s by default, which reaches only peers on "
+		 "the same Ethernet segment; to route over IP, set %s=%s on "
+		 "every rank", dev, what, var, alt);
+}
+
+void psc_preflight_roce_gid(const char *fsroot, const char *dev,
+			    const struct sockaddr *addr, bool from_addr,
+			    const struct psc_provider_ops *prov,
+			    struct psc_roce_gid *out)
+{
+	struct gid_entry *g;
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	out->index = -1;
+	out->suggest = -1;
+	g = read_gids(fsroot, dev, &n);
+	if (!n)
+		snprintf(out->line, sizeof(out->line), "RoCE device %s port "
+			 "1: its GIDs are not readable in sysfs", dev);
+	else if (from_addr)
+		gid_by_cm(fsroot, dev, addr, prov, g, n, out);
+	else if (prov->gid_env)
+		gid_by_index(dev, prov->gid_env, g, n, out);
+	free(g);
+}
+
+/*
+ * Log the GID a RoCE endpoint uses at info level, and warn when there is
+ * something to do: on every rank for a problem, once (rank 0) for advice.
+ */
+static void log_roce_gid(const struct fi_info *info,
+			 const struct psc_caps *caps,
+			 const struct psc_provider_ops *prov, int rank)
 {
 	const char *dev = info->nic && info->nic->device_attr &&
 					  info->nic->device_attr->name
 				  ? info->nic->device_attr->name
 				  : info->domain_attr->name;
-	const char *idx_env = getenv(var);
-	int idx = 0, valid = 0;
-	char path[256], gid[64] = "?", type[32] = "?", ndev[32] = "?";
+	struct psc_roce_gid g;
 
 	if (!dev)
 		return;
-	/* atoi would read "x" or "1x" as an index; show such a value as 0. */
-	if (idx_env && (psc_param_parse_int(idx_env, &idx) != 0 || idx < 0))
-		idx = 0;
-	for (int k = 0; k < 16; k++) {
-		char g[64];
-
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/"
-			 "1/gids/%d", dev, k);
-		if (read_line(path, g, sizeof(g)) &&
-		    strspn(g, "0:") != strlen(g))
-			valid++;
-	}
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/gids/"
-		 "%d", dev, idx);
-	read_line(path, gid, sizeof(gid));
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/"
-		 "gid_attrs/types/%d", dev, idx);
-	read_line(path, type, sizeof(type));
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/"
-		 "gid_attrs/ndevs/%d", dev, idx);
-	read_line(path, ndev, sizeof(ndev));
-	psc_log(PSC_LOG_INFO, rank, "RoCE device %s port 1 GID index %d%s%s%s: "
-		"%s (%s, netdev %s)", dev, idx, idx_env ? " (from " : "",
-		idx_env ? var : "", idx_env ? ")" : "", gid, type, ndev);
-	if (!idx_env && valid > 1)
-		psc_log(PSC_LOG_WARN, rank, "RoCE device %s has %d GIDs "
-			"(RoCE v1/v2, IPv4/IPv6); pscomm uses index 0. Set "
-			"%s to the same RoCE v2 index on every rank "
-			"(`show_gids` lists them)", dev, valid, var);
+	psc_preflight_roce_gid("", dev, info->src_addr, caps->gid_from_addr,
+			       prov, &g);
+	psc_log(PSC_LOG_INFO, rank, "%s", g.line);
+	if (g.level == PSC_GID_PROBLEM || (g.level == PSC_GID_ADVICE &&
+					   rank <= 0))
+		psc_log(PSC_LOG_WARN, rank, "%s", g.why);
+	else if (g.level == PSC_GID_ADVICE)
+		psc_log(PSC_LOG_INFO, rank, "%s", g.why);
 }
 
 int psc_preflight_check(const struct fi_info *info,
@@ -397,7 +651,7 @@ int psc_preflight_check(const struct fi_info *info,
 	if (caps->link == PSC_LINK_SHM)
 		check_devshm(rank);
 	if (caps->link == PSC_LINK_ROCE && prov->gid_env)
-		log_roce_gid(info, prov->gid_env, rank);
+		log_roce_gid(info, caps, prov, rank);
 	if (caps->fork_unsafe)
 		fork_unsafe_in_use = 1;
 	if (caps->nic_local && psc_log_enabled(PSC_LOG_INFO)) {

@@ -13,6 +13,7 @@
 #include "util/param.h"
 
 struct fi_info;
+struct sockaddr;
 
 /*
  * Before the first fi_getinfo (lib/preflight.c): set every family's
@@ -44,13 +45,52 @@ size_t psc_preflight_universe(enum psc_universe_from *from);
 /*
  * After an entry is chosen: warn with the fix when RLIMIT_MEMLOCK is too
  * low for a provider that pins memory, when /dev/shm is small for shm,
- * log the RoCE GID in use and the NIC's locality (nic_distance from
- * psc_ep_select). Returns 0; a negative errno with err set is reserved
+ * log the RoCE GID the endpoint will use (psc_preflight_roce_gid; a
+ * warning only when there is something to do) and the NIC's locality
+ * (nic_distance from psc_ep_select). Returns 0; a negative errno with err set is reserved
  * for conditions that make the provider unusable.
  */
 int psc_preflight_check(const struct fi_info *info,
 			const struct psc_caps *caps, int nic_distance,
 			int rank, char *err, size_t len);
+
+/* How much a RoCE GID finding needs the user (psc_roce_gid.level). */
+enum psc_gid_level {
+	PSC_GID_OK,	 /* nothing to do */
+	PSC_GID_ADVICE,	 /* works, with limits: said once per job */
+	PSC_GID_PROBLEM, /* will fail: said by every rank */
+};
+
+/* The GID a RoCE endpoint uses, as far as sysfs tells. */
+struct psc_roce_gid {
+	int index;		  /* the GID index in use; -1: none, unknown */
+	enum psc_gid_level level;
+	int suggest;		  /* an index to set gid_env to; -1: none */
+	char line[384];		  /* what is used, for an info line */
+	char why[640];		  /* with a level: the finding and its fix */
+};
+
+/*
+ * Which GID of RoCE device dev (port 1) an endpoint uses, from sysfs under
+ * fsroot ("" for this machine; tests build a tree elsewhere):
+ * - from_addr (connections through rdma_cm: verbs;ofi_rxm): the GID of
+ *   IP address addr (::ffff:a.b.c.d for IPv4, the address for IPv6) of
+ *   the type rdma_cm asks for (the port's configfs default_roce_mode if
+ *   set, else RoCE v2 where the port has v2 GIDs); a problem when the
+ *   port has no such GID, as rdma_cm then cannot connect from addr.
+ *   The profile's gid_env (FI_VERBS_GID_IDX) plays no part; the line
+ *   says so when it is set.
+ * - else (datagram endpoints: verbs;ofi_rxd): the index the profile's
+ *   gid_env gives, or 0; a problem when no GID is there, advice when
+ *   gid_env is unset and index
+ *   0 is link-local or RoCE v1 while a routable RoCE v2 GID exists
+ *   (suggest: its index).
+ * Fills out; never fails (unreadable sysfs is said in out->line).
+ */
+void psc_preflight_roce_gid(const char *fsroot, const char *dev,
+			    const struct sockaddr *addr, bool from_addr,
+			    const struct psc_provider_ops *prov,
+			    struct psc_roce_gid *out);
 
 /*
  * The job UUID that ranks of one job derive alike: a hash of

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <check.h>
 #include <rdma/fabric.h>
@@ -793,6 +794,192 @@ START_TEST(test_universe)
 }
 END_TEST
 
+/* ------------------------------------------------------- RoCE GIDs */
+
+/*
+ * A fake sysfs (and configfs) tree of one RoCE device, rxe0 on eth0 with
+ * 10.0.0.5, laid out as the kernel lists GIDs: link-local v1 and v2, the
+ * address's v1 and v2, then an empty entry.
+ */
+static char gid_root[64];
+
+static void put_file(const char *rel, const char *text)
+{
+	char path[256], *slash;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", gid_root, rel);
+	for (slash = strchr(path + strlen(gid_root) + 1, '/'); slash;
+	     slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		mkdir(path, 0700);
+		*slash = '/';
+	}
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s\n", text);
+	fclose(f);
+}
+
+static void put_gid(int idx, const char *gid, const char *type)
+{
+	char rel[128];
+
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/rxe0/ports/1/gids/%d",
+		 idx);
+	put_file(rel, gid);
+	if (!type)
+		return;
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/rxe0/ports/1/"
+		 "gid_attrs/types/%d", idx);
+	put_file(rel, type);
+	snprintf(rel, sizeof(rel), "sys/class/infiniband/rxe0/ports/1/"
+		 "gid_attrs/ndevs/%d", idx);
+	put_file(rel, "eth0");
+}
+
+#define LL_GID "fe80:0000:0000:0000:5054:00ff:fe12:3456"
+#define V4_GID "0000:0000:0000:0000:0000:ffff:0a00:0005"
+#define NO_GID "0000:0000:0000:0000:0000:0000:0000:0000"
+
+static void gid_tree(bool with_v4)
+{
+	snprintf(gid_root, sizeof(gid_root), "/tmp/psc-gid-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(gid_root));
+	put_gid(0, LL_GID, "IB/RoCE v1");
+	put_gid(1, LL_GID, "RoCE v2");
+	if (with_v4) {
+		put_gid(2, V4_GID, "IB/RoCE v1");
+		put_gid(3, V4_GID, "RoCE v2");
+	}
+	put_gid(4, NO_GID, NULL);
+}
+
+static void gid_tree_remove(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", gid_root);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static struct sockaddr_in ipv4(const char *ip)
+{
+	struct sockaddr_in in;
+
+	memset(&in, 0, sizeof(in));
+	in.sin_family = AF_INET;
+	ck_assert_int_eq(inet_pton(AF_INET, ip, &in.sin_addr), 1);
+	return in;
+}
+
+/*
+ * rdma_cm (verbs;ofi_rxm) connects from the endpoint's address with its
+ * RoCE v2 GID: index 3, no warning, whatever FI_VERBS_GID_IDX says; an
+ * address the device has no GID of is a problem; a configfs default of
+ * RoCE v1 picks index 2.
+ */
+START_TEST(test_roce_gid_cm)
+{
+	const struct psc_provider_ops *verbs = psc_provider_lookup("verbs");
+	struct sockaddr_in in = ipv4("10.0.0.5");
+	struct psc_roce_gid g;
+
+	gid_tree(true);
+	unsetenv("FI_VERBS_GID_IDX");
+	psc_preflight_roce_gid(gid_root, "rxe0", (struct sockaddr *)&in, true,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, 3);
+	ck_assert_int_eq(g.level, PSC_GID_OK);
+	setenv("FI_VERBS_GID_IDX", "1", 1);
+	psc_preflight_roce_gid(gid_root, "rxe0", (struct sockaddr *)&in, true,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, 3);
+	ck_assert_int_eq(g.level, PSC_GID_OK);
+	unsetenv("FI_VERBS_GID_IDX");
+	in = ipv4("10.0.0.9");
+	psc_preflight_roce_gid(gid_root, "rxe0", (struct sockaddr *)&in, true,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, -1);
+	ck_assert_int_eq(g.level, PSC_GID_PROBLEM);
+	ck_assert_msg(strstr(g.why, "10.0.0.9"), "%s", g.why);
+	in = ipv4("10.0.0.5");
+	put_file("sys/kernel/config/rdma_cm/rxe0/ports/1/default_roce_mode",
+		 "IB/RoCE v1");
+	psc_preflight_roce_gid(gid_root, "rxe0", (struct sockaddr *)&in, true,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, 2);
+	ck_assert_int_eq(g.level, PSC_GID_OK);
+	gid_tree_remove();
+	/* Only the link-local GIDs: the address has none. */
+	gid_tree(false);
+	psc_preflight_roce_gid(gid_root, "rxe0", (struct sockaddr *)&in, true,
+			       verbs, &g);
+	ck_assert_int_eq(g.level, PSC_GID_PROBLEM);
+	gid_tree_remove();
+}
+END_TEST
+
+/*
+ * Datagram endpoints (verbs;ofi_rxd) use FI_VERBS_GID_IDX, 0 by default:
+ * link-local RoCE v1 there is advice to use index 3; a chosen index is
+ * the user's; an empty one is a problem; nothing readable, no finding.
+ */
+START_TEST(test_roce_gid_index)
+{
+	const struct psc_provider_ops *verbs = psc_provider_lookup("verbs");
+	struct psc_roce_gid g;
+
+	gid_tree(true);
+	unsetenv("FI_VERBS_GID_IDX");
+	psc_preflight_roce_gid(gid_root, "rxe0", NULL, false,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, 0);
+	ck_assert_int_eq(g.level, PSC_GID_ADVICE);
+	ck_assert_int_eq(g.suggest, 3);
+	setenv("FI_VERBS_GID_IDX", "3", 1);
+	psc_preflight_roce_gid(gid_root, "rxe0", NULL, false,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, 3);
+	ck_assert_int_eq(g.level, PSC_GID_OK);
+	setenv("FI_VERBS_GID_IDX", "0", 1);
+	psc_preflight_roce_gid(gid_root, "rxe0", NULL, false,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, 0);
+	ck_assert_int_eq(g.level, PSC_GID_OK);
+	setenv("FI_VERBS_GID_IDX", "4", 1);
+	psc_preflight_roce_gid(gid_root, "rxe0", NULL, false,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, -1);
+	ck_assert_int_eq(g.level, PSC_GID_PROBLEM);
+	ck_assert_int_eq(g.suggest, 3);
+	unsetenv("FI_VERBS_GID_IDX");
+	gid_tree_remove();
+	psc_preflight_roce_gid(gid_root, "rxe0", NULL, false,
+			       verbs, &g);
+	ck_assert_int_eq(g.index, -1);
+	ck_assert_int_eq(g.level, PSC_GID_OK);
+}
+END_TEST
+
+/* The verbs profile tells connections (rdma_cm) from datagrams. */
+START_TEST(test_roce_gid_caps)
+{
+	struct psc_caps c;
+	struct fi_info *i = fi_allocinfo();
+
+	ck_assert_ptr_nonnull(i);
+	i->fabric_attr->prov_name = strdup("verbs;ofi_rxm");
+	psc_provider_lookup("verbs")->derive_caps(i, &c);
+	ck_assert(c.gid_from_addr);
+	free(i->fabric_attr->prov_name);
+	i->fabric_attr->prov_name = strdup("verbs;ofi_rxd");
+	psc_provider_lookup("verbs")->derive_caps(i, &c);
+	ck_assert(!c.gid_from_addr);
+	fi_freeinfo(i);
+}
+END_TEST
+
 static Suite *replay_suite(void)
 {
 	Suite *s = suite_create("replay");
@@ -830,6 +1017,9 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_preflight_env);
 	tcase_add_loop_test(tc, test_universe, 0,
 			    (int)PSC_ARRAY_SIZE(universes));
+	tcase_add_test(tc, test_roce_gid_cm);
+	tcase_add_test(tc, test_roce_gid_index);
+	tcase_add_test(tc, test_roce_gid_caps);
 	suite_add_tcase(s, tc);
 	return s;
 }
