@@ -16,8 +16,7 @@
 # builds it into DIR), and what tests/rdma needs; run it from the build
 # tree. libfabric's default FI_UNIVERSE_SIZE makes rxm's connection CQ
 # larger than rxe allows, so the peers get FI_UNIVERSE_SIZE=2, as pscomm
-# sets for itself. DIR must be visible to the guests (not under /tmp, which is
-# theirs). Writes DIR/raw.csv (device,size,system,round,latency_us) and
+# sets for itself. Writes DIR/raw.csv (device,size,system,round,latency_us) and
 # DIR/summary.md (default DIR: bench/results/rdma-peers).
 
 set -u

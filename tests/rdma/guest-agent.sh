@@ -20,7 +20,8 @@ fail() {
 	echo "failed: $*" >/rig/ready
 	exec sleep 100000
 }
-mount -t tmpfs tmpfs /tmp
+# /tmp stays the host's, under the overlay (a build tree may live there);
+# what the guest writes lands in its own tmpfs layer.
 mount -t tmpfs tmpfs /run
 mkdir -p /dev/shm /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
