@@ -1041,7 +1041,18 @@ int main(int argc, char **argv)
 		test_barrier();
 		test_reductions();
 		test_allgather_bcast();
-		test_nonblocking();
+		/*
+		 * PSC_TEST_SKIP=nonblocking leaves out a test that meets an
+		 * open defect on some fabric (tests/rdma/suite.sh says which),
+		 * and says so.
+		 */
+		if (getenv("PSC_TEST_SKIP") &&
+		    strstr(getenv("PSC_TEST_SKIP"), "nonblocking")) {
+			if (rank == 0)
+				printf("ok - nonblocking # SKIP PSC_TEST_SKIP\n");
+		} else {
+			test_nonblocking();
+		}
 		test_split();
 		check_identical("all");
 	}
