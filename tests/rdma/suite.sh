@@ -570,5 +570,4 @@ main() {
 	cat "$results"
 	return $failed
 }
-main
-exit $?
+main; exit $?
