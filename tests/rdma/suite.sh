@@ -318,22 +318,26 @@ case_van() {
 	s=$?
 	rig_wait 0 "$KV.sched" 60
 	c=$?
-	check "kvstore 1 + 1 + 1 across the guests: worker and scheduler exit 0 (scheduler $c, worker $w)" \
-		[ "$w$c" = 00 ]
-	# An open defect: over verbs;ofi_rxm the server has died with
-	# SIGSEGV after its last message (issue 29, problem 3: ps-lite's
-	# servers at Finalize on rxe; kvstore's once on siw). It is reported
-	# and counted, not hidden, but does not fail the run while open.
-	if [ "$s" -eq 0 ]; then
-		ok "kvstore: the server exits 0 on $RIG_DEV"
-		tally "$CASE" pass
-	elif [ "$s" -eq 139 ]; then
-		echo "not ok - kvstore: the server died with SIGSEGV at shutdown on $RIG_DEV # TODO open defect (issue 29, problem 3)"
-		KNOWN["$CASE $RIG_DEV"]=$((${KNOWN["$CASE $RIG_DEV"]:-0} + 1))
-	else
-		not_ok "kvstore: the server exits 0 on $RIG_DEV (exit $s)"
-		tally "$CASE" fail
-	fi
+	check "kvstore: the scheduler exits 0 (exit $c)" [ "$c" = 0 ]
+	# An open defect: over verbs;ofi_rxm a node has died with SIGSEGV in
+	# ps_comm_van_stop, inside libfabric's fi_close of its endpoint,
+	# after its last message (issue 29, problem 3: ps-lite's servers at
+	# Finalize on rxe; kvstore's worker and server on siw). It is
+	# reported and counted, not hidden, but does not fail the run while
+	# open; any other status does.
+	for who in "worker $w" "server $s"; do
+		set -- $who
+		if [ "$2" -eq 0 ]; then
+			ok "kvstore: the $1 exits 0 on $RIG_DEV"
+			tally "$CASE" pass
+		elif [ "$2" -eq 139 ]; then
+			echo "not ok - kvstore: the $1 died with SIGSEGV at shutdown (fi_close) on $RIG_DEV # TODO open defect (issue 29, problem 3)"
+			KNOWN["$CASE $RIG_DEV"]=$((${KNOWN["$CASE $RIG_DEV"]:-0} + 1))
+		else
+			not_ok "kvstore: the $1 exits 0 on $RIG_DEV (exit $2)"
+			tally "$CASE" fail
+		fi
+	done
 	check "kvstore: the worker checked every value" \
 		grep -q ', 0 wrong values' "$RIG_DIR/g1/$KV.worker.out"
 	[ $w -eq 0 ] || tail -5 "$RIG_DIR/g1/$KV.worker.out" | sed 's/^/#   /'
