@@ -98,6 +98,10 @@ struct psc_caps {
 				 * which takes the GID of the entry's IP
 				 * address (verbs;ofi_rxm); else the GID is
 				 * the one gid_env indexes (datagrams) */
+	bool stop_unclosed;	/* closing an endpoint that served a van
+				 * can crash inside the provider (verbs;
+				 * ofi_rxm's fi_close): the van leaves it
+				 * to the process's exit */
 };
 
 /*

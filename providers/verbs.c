@@ -95,6 +95,12 @@ static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	if (c->same_eager_limit) {
 		c->sw_match = true;
 		c->sw_eager = verbs_rxm_eager();
+		/*
+		 * A van node's fi_close of its rxm endpoint died with SIGSEGV
+		 * inside libfabric 1.17 on siw (and ps-lite's servers at
+		 * Finalize on rxe), after every message was delivered.
+		 */
+		c->stop_unclosed = true;
 	}
 	/* iWARP has no immediate data; never trust CQ data for tags. */
 	if (c->link == PSC_LINK_IWARP)

@@ -1581,6 +1581,13 @@ int ps_comm_van_stop(ps_comm_van_t v)
 				psc_req_cancel(&b->reqs[i]);
 				b->err = PS_COMM_ERR_CANCELED;
 			}
+	/*
+	 * Where closing the endpoint can crash inside the provider, leave it
+	 * open to the process's exit (psc_ep_poison: released, never
+	 * closed); a van stops once, at the end of a ps-lite node.
+	 */
+	if (psc_ep_caps(v->comm.ch.ep)->stop_unclosed)
+		psc_ep_poison(v->comm.ch.ep);
 	psc_ep_release(v->comm.ch.ep);
 	v->comm.ch.ep = NULL;
 	while ((b = v->pending) != NULL) {
