@@ -105,10 +105,11 @@ bool psc_boot_record_decode(const uint8_t *buf, size_t len,
  *
  * Round k: every rank publishes "vote<k>", rank 0 reads them all and
  * publishes the tally "tally<k>", every rank reads the tally: O(ranks)
- * messages a round, all MACed like the records. Notes longer than
- * about 350 bytes are cut.
+ * messages a round, all MACed like the records.
  */
 #define PSC_BOOT_VOTE_ROUNDS 32
+/* The longest note of a vote, with its NUL; longer ones are cut. */
+#define PSC_BOOT_VOTE_NOTE 1024
 
 struct psc_boot_vote {
 	/*
@@ -130,7 +131,7 @@ struct psc_boot_vote {
 	 * with one, lowest rank first), and that rank (-1: none).
 	 */
 	int note_rank;
-	char note[256];
+	char note[PSC_BOOT_VOTE_NOTE];
 	/* Out: the value every rank agreed on. */
 	int value;
 };

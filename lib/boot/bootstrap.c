@@ -417,7 +417,7 @@ static int gather(const struct psc_boot_plan *b, struct psc_store *s,
 /* ------------------------------------------------------------- vote */
 
 /* Longest text of a vote or a tally. */
-#define VOTE_TEXT 400
+#define VOTE_TEXT (PSC_BOOT_VOTE_NOTE + 32)
 
 /* Publish text as this rank's name, MACed as the records are. */
 static int put_signed(const struct psc_boot_plan *b, struct psc_store *s,
@@ -534,7 +534,7 @@ static bool parse_tally(const char *text, int *done, int *floor,
 static int vote_rounds(const struct psc_boot_plan *b, struct psc_store *s,
 		       struct psc_boot_vote *v)
 {
-	char text[VOTE_TEXT + 1], name[24], note[256];
+	char text[VOTE_TEXT + 1], name[24], note[PSC_BOOT_VOTE_NOTE];
 	int floor = -1;
 
 	v->note_rank = -1;

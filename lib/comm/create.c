@@ -180,8 +180,8 @@ struct boot_ctx {
 	int used[2];		/* other ranks served by each path */
 	int same_host;		/* ranks with this rank's host name */
 	int fell_rank;		/* the first rank whose network provider */
-	char fell_why[256];	/* fell back, and why; -1: none */
-	char net_why[256];	/* why there is no network endpoint */
+	char fell_why[PSC_BOOT_VOTE_NOTE]; /* fell back, and why; -1: none */
+	char net_why[768];	/* why there is no network endpoint */
 };
 
 /* The index of node identity id among those seen, adding it. */

@@ -118,12 +118,13 @@ static void ep_key(const struct psc_ep_config *cfg, char *key, size_t len)
 {
 	const char *filter = getenv("FI_PROVIDER");
 
-	snprintf(key, len, "prov=%s;role=%d;if=%s;max=%zu;spin=%g;sw=%d/%d;"
-		 "poll=%d;min=%d", filter ? filter : "", (int)cfg->role,
+	/* The fallback floor first: a long FI_PROVIDER may be cut. */
+	snprintf(key, len, "min=%d;role=%d;if=%s;max=%zu;spin=%g;sw=%d/%d;"
+		 "poll=%d;prov=%s", cfg->min_rank, (int)cfg->role,
 		 cfg->iface ? cfg->iface->addrstr : "",
 		 cfg->params->max_msg_size, cfg->params->spin_us,
 		 cfg->params->sw_match, (int)cfg->sw_match,
-		 (int)cfg->poll_wait, cfg->min_rank);
+		 (int)cfg->poll_wait, filter ? filter : "");
 }
 
 /* Queue depths and message limits that follow from the caps. */
@@ -305,7 +306,7 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
 		   uint32_t *ctx, char *err, size_t len)
 {
-	char key[160];
+	char key[PSC_EP_KEY_LEN];
 	struct psc_ep *ep;
 	int rc;
 
@@ -360,7 +361,7 @@ static void pair_key(const struct psc_ep_config *cfg, enum psc_ep_role role,
 		     char *key, size_t len)
 {
 	struct psc_ep_config c = *cfg;
-	char k[160];
+	char k[PSC_EP_KEY_LEN];
 
 	c.role = role;
 	c.sw_match = true;
@@ -393,7 +394,7 @@ static int pair_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 static bool find_pair(const struct psc_ep_config *cfg, struct psc_ep **net,
 		      struct psc_ep **shm)
 {
-	char kn[160], ks[160];
+	char kn[PSC_EP_KEY_LEN], ks[PSC_EP_KEY_LEN];
 	struct psc_ep *e;
 
 	pair_key(cfg, PSC_ROLE_NET, kn, sizeof(kn));

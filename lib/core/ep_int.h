@@ -25,6 +25,9 @@ struct psc_ep_shared {
 	int refs;
 };
 
+/* Room for an endpoint's registry key (ep_key: settings, FI_PROVIDER). */
+#define PSC_EP_KEY_LEN 256
+
 /*
  * One endpoint: its libfabric objects (fab) and the engine state around
  * them. *lock guards everything but the registry links, the source list
@@ -53,7 +56,7 @@ struct psc_ep {
 	bool lean_wait;		       /* block at once, never yield */
 	/* The process's endpoint registry (endpoint.c). */
 	struct psc_ep *next_ep;
-	char key[160];		       /* what sharing it requires */
+	char key[PSC_EP_KEY_LEN];      /* what sharing it requires */
 	int refs;		       /* users holding it */
 	/* Progress sources (progress.c), under src_lock. */
 	pthread_mutex_t src_lock;

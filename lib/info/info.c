@@ -3,8 +3,10 @@
  * the settings as ps_comm_init would, then prints the versions, the
  * interface and CPU placement a rank would get, the providers and the
  * choice (providers.c), the collective algorithm table and, on request,
- * the topology drawing (topology.c) and the parameter table. Each section reports what it cannot find rather
- * than failing, so the report explains a machine where pscomm cannot run.
+ * the topology drawing (topology.c), the parameter table and an attempt
+ * to open each usable provider. Each section reports what it cannot find
+ * rather than failing, so the report explains a machine where pscomm
+ * cannot run.
  */
 #include <stdlib.h>
 #include <string.h>

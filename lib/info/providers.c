@@ -3,9 +3,11 @@
  * libfabric lists, it asks with the library's own query (psc_ep_query:
  * pscomm's hints, then the FI_ORDER_SAS retry) and judges each entry with
  * the provider's profile, so the verdict is the library's: usable, with
- * the attributes that shape pscomm's path, or the reason it is not. Then
- * it runs the library's selection (psc_ep_select) to say which entry and
- * NIC ps_comm_init would choose.
+ * the attributes that shape pscomm's path, or the reason it is not; with
+ * --open it also opens and closes an endpoint on each usable provider
+ * (psc_fab_try_open). Then it runs the library's selection
+ * (psc_ep_select) to say which entry and NIC ps_comm_init would choose,
+ * past the providers that failed to open, as its fallback does.
  */
 #include <errno.h>
 #include <stdlib.h>
