@@ -326,15 +326,6 @@ _rig_kill_group() {
 		"kill -KILL -- -\$(cat /rig/$2.pid) 2>/dev/null; true"
 }
 
-# rig_signal GUEST NAME PATTERN SIGNAL: send SIGNAL to the processes of
-# command NAME whose command line matches PATTERN (pkill -f), in guest
-# GUEST; returns when the signal is sent.
-rig_signal() {
-	local g=$1 n=kill$((_RIG_SEQ += 1))
-	rig_start "$g" "$n" "pkill -$4 -f -- '$3'"
-	rig_wait "$g" "$n" 30
-}
-
 # rig_poweroff GUEST: pull guest GUEST's plug: its qemu is killed at once,
 # as a node that loses power (nothing in the guest runs after).
 rig_poweroff() {
