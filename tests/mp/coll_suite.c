@@ -997,6 +997,14 @@ static void test_deterministic(void)
 	check_identical("deterministic");
 }
 
+/* begin: say which group of tests this rank enters, at once (a rank
+ * that hangs shows where). */
+static void begin(const char *what)
+{
+	printf("# rank %d: %s\n", rank, what);
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	int large = 0, det = 0, mismatch = 0, rc;
@@ -1037,9 +1045,13 @@ int main(int argc, char **argv)
 	} else if (large) {
 		test_large();
 	} else {
+		begin("bad input");
 		test_bad_input();
+		begin("barrier");
 		test_barrier();
+		begin("reductions");
 		test_reductions();
+		begin("allgather and bcast");
 		test_allgather_bcast();
 		/*
 		 * PSC_TEST_SKIP=nonblocking leaves out a test that meets an
@@ -1051,8 +1063,10 @@ int main(int argc, char **argv)
 			if (rank == 0)
 				printf("ok - nonblocking # SKIP PSC_TEST_SKIP\n");
 		} else {
+			begin("nonblocking");
 			test_nonblocking();
 		}
+		begin("split");
 		test_split();
 		check_identical("all");
 	}

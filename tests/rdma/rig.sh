@@ -282,6 +282,15 @@ rig_start() {
 	mv "$d/.$name.tmp" "$d/$name.sh"
 }
 
+# rig_ended GUEST NAME SECONDS: wait up to SECONDS for command NAME to
+# end, leaving it running if it does not; 0 when it ended, 1 otherwise.
+rig_ended() {
+	_rig_wait_file "$RIG_DIR/g$1/$2.rc" "$3" "${_RIG_PIDS[$1]}"
+}
+
+# rig_alive GUEST: is guest GUEST's qemu still running?
+rig_alive() { kill -0 "${_RIG_PIDS[$1]}" 2>/dev/null; }
+
 # rig_wait GUEST NAME SECONDS: wait for command NAME started by rig_start;
 # its status, or 124 when it did not end in SECONDS (then it is killed
 # in the guest, with its children), or 125 when the guest died.
@@ -295,6 +304,18 @@ rig_wait() {
 		return 125
 	fi
 	return "$(cat "$f.rc")"
+}
+
+# rig_stacks GUEST NAME: the stacks of every thread of every process of
+# command NAME in guest GUEST (a command that hung), from gdb attached
+# in the guest, into $RIG_DIR/g<GUEST>/NAME.stacks; the processes keep
+# running. Takes up to a few minutes under emulation.
+rig_stacks() {
+	rig_run "$1" 300 "for p in \$(pgrep -g \$(cat /rig/$2.pid)); do
+		echo \"== pid \$p \$(cat /proc/\$p/comm) wchan \$(cat /proc/\$p/wchan)\"
+		timeout 120 gdb -p \$p -batch -nx -ex 'thread apply all bt' 2>&1 |
+			grep -E '^(#|Thread)'
+	done" >"$RIG_DIR/g$1/$2.stacks" 2>&1
 }
 
 # rig_run GUEST SECONDS CMD: rig_start then rig_wait; prints the output.
