@@ -32,8 +32,11 @@
 
 /*
  * Where an internal code arose. Codes with one meaning (the list above,
- * -ENOMEM, -ENOSYS/-EOPNOTSUPP) translate the same everywhere; the stage
- * decides the rest:
+ * -ENOMEM, -EMSGSIZE as -FI_ETRUNC, -ENOSYS/-EOPNOTSUPP as NOTSUP)
+ * translate the same at every stage but CONNECT; the stage decides the
+ * rest. CONNECT (the van reaching a node by address) knows only NOMEM,
+ * TIMEOUT, MISMATCH (-EBADE), PROTO (-EPROTO) and ARG (-EINVAL); every
+ * other code there is the node's failure, PEER.
  *
  *   code              OP        OPEN      BOOT       CONNECT  LOCAL
  *   -EINVAL           ARG       FABRIC    CONFIG     ARG      SYSTEM

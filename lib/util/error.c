@@ -131,6 +131,28 @@ static int from_boot(int err)
 	return PS_COMM_ERR_BOOTSTRAP;
 }
 
+/*
+ * Reaching one peer: what the peer answered, or else the peer's failure
+ * (a refused or reset connection, a wrong key, an unresolvable host).
+ */
+static int from_connect(int err)
+{
+	switch (err) {
+	case ENOMEM:
+		return PS_COMM_ERR_NOMEM;
+	case ETIMEDOUT:
+		return PS_COMM_ERR_TIMEOUT;
+	case EBADE:
+		return PS_COMM_ERR_MISMATCH;
+	case EPROTO:
+		return PS_COMM_ERR_PROTO;
+	case EINVAL:
+		return PS_COMM_ERR_ARG;
+	default:
+		return PS_COMM_ERR_PEER;
+	}
+}
+
 int psc_err_public(int err, enum psc_err_stage stage)
 {
 	int r;
@@ -138,6 +160,8 @@ int psc_err_public(int err, enum psc_err_stage stage)
 	if (err >= 0)
 		return PS_COMM_OK;
 	err = -err;
+	if (stage == PSC_ERR_CONNECT)
+		return from_connect(err);
 	r = named(err);
 	if (r)
 		return r;
@@ -147,10 +171,6 @@ int psc_err_public(int err, enum psc_err_stage stage)
 				      : PS_COMM_ERR_FABRIC;
 	case PSC_ERR_BOOT:
 		return from_boot(err);
-	case PSC_ERR_CONNECT:
-		return err == EINVAL	  ? PS_COMM_ERR_ARG
-		       : err == ETIMEDOUT ? PS_COMM_ERR_TIMEOUT
-					  : PS_COMM_ERR_PEER;
 	case PSC_ERR_LOCAL:
 		return PS_COMM_ERR_SYSTEM;
 	case PSC_ERR_OP:
