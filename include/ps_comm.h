@@ -36,7 +36,11 @@ extern "C" {
 
 /*
  * Error codes. The values are frozen: they never change between releases,
- * and new codes are only ever added at the end.
+ * and new codes are only ever added at the end. PS_COMM_ERR_PROVIDER
+ * means no provider could be chosen (none installed or allowed by
+ * FI_PROVIDER passes pscomm's checks); PS_COMM_ERR_FABRIC means the one
+ * chosen failed: while opening (fabric, domain, endpoint...) or under an
+ * operation. ps_comm_strerror() has a message for each.
  */
 enum ps_comm_error {
 	PS_COMM_OK = 0,
@@ -45,7 +49,7 @@ enum ps_comm_error {
 	PS_COMM_ERR_TRUNCATE = -3,   /* message longer than receive buffer */
 	PS_COMM_ERR_TIMEOUT = -4,    /* a deadline passed */
 	PS_COMM_ERR_PEER = -5,	     /* a peer died or cannot be reached */
-	PS_COMM_ERR_PROVIDER = -6,   /* no usable provider, or it failed */
+	PS_COMM_ERR_PROVIDER = -6,   /* no usable provider */
 	PS_COMM_ERR_BOOTSTRAP = -7,  /* rendezvous failed */
 	PS_COMM_ERR_MISMATCH = -8,   /* ranks disagree on settings/version */
 	PS_COMM_ERR_PROTO = -9,	     /* malformed or foreign message */
@@ -56,6 +60,7 @@ enum ps_comm_error {
 	PS_COMM_ERR_NOTSUP = -14,    /* not supported by this build/provider */
 	PS_COMM_ERR_INTERNAL = -15,  /* internal error: please report it */
 	PS_COMM_ERR_ABORTED = -16,   /* the communicator was aborted */
+	PS_COMM_ERR_FABRIC = -17,    /* the provider failed: open or op */
 };
 
 /* Wildcards for ps_comm_recv() and ps_comm_irecv(). */
@@ -317,7 +322,7 @@ PS_COMM_API int ps_comm_split(ps_comm_t comm, int color, int key,
  * that wraps around, or (deregister) a handle that is not registered on
  * comm's endpoint or was already deregistered; PS_COMM_ERR_NOMEM when out
  * of memory or when the provider cannot pin more memory (raise
- * `ulimit -l`, RLIMIT_MEMLOCK); PS_COMM_ERR_PROVIDER or
+ * `ulimit -l`, RLIMIT_MEMLOCK); PS_COMM_ERR_FABRIC or
  * PS_COMM_ERR_SYSTEM when the provider refuses the registration (details
  * in ps_comm_last_error).
  * ---------------------------------------------------------------------- */

@@ -140,7 +140,7 @@ PS_COMM_API int ps_comm_van_send(ps_comm_van_t van, int node_id,
  * than the one that id last sent from, and messages whose pieces fail or
  * stall past PS_COMM_OP_TIMEOUT are logged and dropped. Fails with
  * PS_COMM_ERR_ARG on a van that is not bound, and with
- * PS_COMM_ERR_PROVIDER, from then on, once the provider reported a
+ * PS_COMM_ERR_FABRIC, from then on, once the provider reported a
  * completion for an operation it no longer held (logged as an error):
  * its data may have gone to the wrong buffer.
  *

@@ -1,9 +1,10 @@
 /*
  * Communicators: the p2p channel of a fixed, ordered set of ranks, the
- * settings it was created with, and the errors users see. This layer is
- * the only one that records ps_comm_last_error and turns internal codes
- * into PS_COMM_ERR_* values; the layers above it (collectives, the van)
- * report through it.
+ * settings it was created with, and the errors users see. This layer
+ * records ps_comm_last_error and, where a public call returns, turns
+ * internal codes into PS_COMM_ERR_* values with the one translation,
+ * psc_err_public (util/err.h); the collectives report through it, and
+ * the van calls psc_err_public itself.
  */
 #ifndef PSC_COMM_H
 #define PSC_COMM_H

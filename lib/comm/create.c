@@ -15,30 +15,8 @@
 #include "fabric/topo.h"
 #include "live/live.h"
 #include "provider.h"
+#include "util/err.h"
 #include "util/log.h"
-
-/*
- * Map a bootstrap errno to the public code for bootstrap failures; a
- * rank that never came is a bootstrap failure too, not a timeout.
- */
-static int bootstrap_err(int rc)
-{
-	switch (rc) {
-	case -EBADE:
-		return PS_COMM_ERR_MISMATCH;
-	case -EPROTO:
-		return PS_COMM_ERR_PROTO;
-	case -EINVAL:
-	case -ENOTDIR:
-		return PS_COMM_ERR_CONFIG;
-	case -ENOSYS:
-		return PS_COMM_ERR_NOTSUP;
-	case -ENODEV: /* a reopen after the vote on the provider failed */
-		return PS_COMM_ERR_PROVIDER;
-	default:
-		return PS_COMM_ERR_BOOTSTRAP;
-	}
-}
 
 static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 {
@@ -376,8 +354,9 @@ static int bind_rank(struct ps_comm *c, bool *own_core, char *err,
  * Open c's endpoints for mode: one (ANY or NET role), or for FAB_NODE
  * the pair, either half of which may be missing; *shm receives the
  * pair's shm endpoint when both opened. c takes a context id, unless
- * keep_ctx (a reopen keeps the one it has). Returns 0 or PS_COMM_ERR_*
- * with c's error set, and words in err.
+ * keep_ctx (a reopen keeps the one it has). Returns 0 or an internal
+ * code (-ENODATA: no usable provider) with c's error set, and words in
+ * err.
  */
 static int open_endpoints(struct ps_comm *c, enum fabrics mode,
 			  struct psc_ep_config *cfg, struct psc_ep **shm,
@@ -399,13 +378,13 @@ static int open_endpoints(struct ps_comm *c, enum fabrics mode,
 	}
 	if (rc) {
 		psc_comm_set_error(c, "%s", err);
-		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
+		return rc;
 	}
 	psc_chan_bind(&c->ch, ep, *shm);
 	if (*shm) {
 		c->ch.via = calloc((size_t)c->ch.size, sizeof(*c->ch.via));
 		if (!c->ch.via)
-			return PS_COMM_ERR_NOMEM;
+			return -ENOMEM;
 	}
 	return 0;
 }
@@ -442,7 +421,8 @@ static int reopen(struct boot_ctx *b, int floor, char *err, size_t len)
 	b->cfg->min_rank = floor;
 	rc = open_endpoints(c, b->mode, b->cfg, &b->shm, true, err, len);
 	if (rc)
-		return rc == PS_COMM_ERR_NOMEM ? -ENOMEM : -ENODEV;
+		/* The bootstrap's stage reports -ENODEV as the provider's. */
+		return rc == -ENOMEM || rc == -ENODATA ? rc : -ENODEV;
 	err[0] = '\0';
 	snprintf(c->provider, sizeof(c->provider), "%s",
 		 psc_ep_provider(c->ch.ep));
@@ -629,7 +609,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	b.mode = mode;
 	rc = open_endpoints(c, mode, &cfg, &b.shm, false, err, sizeof(err));
 	if (rc)
-		return rc;
+		return psc_err_public(rc, PSC_ERR_OPEN);
 	if (mode == FAB_NODE && net_value(c) == NET_NONE)
 		snprintf(b.net_why, sizeof(b.net_why), "%s", err);
 	snprintf(c->provider, sizeof(c->provider), "%s",
@@ -637,7 +617,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	if (strcmp(plan.spec, "none") != 0 &&
 	    (rc = live_open(c, &plan, err, sizeof(err))) != 0) {
 		psc_comm_set_error(c, "%s", err);
-		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_SYSTEM;
+		return psc_err_public(rc, PSC_ERR_LOCAL);
 	}
 	my_record(c, b.shm, &me);
 	rc = exchange(c, &plan, &b, &local, err, sizeof(err));
@@ -663,7 +643,7 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	if (rc) {
 		psc_comm_set_error(c, "%s", rc == -ENOMEM ? "out of memory"
 							  : err);
-		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : bootstrap_err(rc);
+		return psc_err_public(rc, PSC_ERR_BOOT);
 	}
 	/*
 	 * Ranks that share this host's cores, whatever their node (network

@@ -95,7 +95,7 @@ int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,
 	case PS_COMM_ERR_PEER:
 	case PS_COMM_ERR_CANCELED:
 	case PS_COMM_ERR_SYSTEM:   /* shm: EIO reading a dead peer's memory */
-	case PS_COMM_ERR_PROVIDER:
+	case PS_COMM_ERR_FABRIC:
 		rc = peer_failure(c, rc, msg, sizeof(msg));
 		break;
 	}

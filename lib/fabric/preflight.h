@@ -16,7 +16,7 @@ struct fi_info;
 struct sockaddr;
 
 /*
- * Before the first fi_getinfo (lib/preflight.c): set every family's
+ * Before the first fi_getinfo (lib/fabric/preflight.c): set every family's
  * fork-safety variable (RDMAV_FORK_SAFE, FI_EFA_FORK_SAFE) and job UUID
  * (FI_PSM2_UUID ..., derived from the job's identity) unless the user set
  * them; set FI_UNIVERSE_SIZE to ranks (the job's size; 0: unknown, left

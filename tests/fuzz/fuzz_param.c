@@ -8,7 +8,7 @@
  * single-value parser; each pair of lines is a (spec, name) pair for the
  * interface and provider filters; a line NAME=VALUE whose NAME is one of
  * the variables pscomm reads is set in the environment before the whole
- * table is loaded (tests/fuzz/param.dict lists the names). Nothing here
+ * table is loaded (tests/fuzz/dict/param.dict lists the names). Nothing here
  * touches the network: PMIX_RANK, which would ask a PMIx server, is
  * never set.
  */

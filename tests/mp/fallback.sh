@@ -4,8 +4,9 @@
 # ranks (PS_COMM_TEST_FAIL_OPEN, set per rank by fail_open.sh) makes
 # every rank move on to the next provider in pscomm's order together,
 # with one warning from rank 0, and the job works; a provider that
-# FI_PROVIDER names fails ps_comm_init with PS_COMM_ERR_PROVIDER, and
-# the error names it. Ranks play separate nodes (node_id.sh), so the
+# FI_PROVIDER names fails ps_comm_init with PS_COMM_ERR_FABRIC (it
+# failed while opening; PS_COMM_ERR_PROVIDER is "none usable"), and the
+# error names it. Ranks play separate nodes (node_id.sh), so the
 # network provider carries their traffic.
 . "${srcdir:-.}/tests/mp/common.sh"
 PROBE="$top_builddir/tests/mp/provider_probe"
@@ -21,7 +22,7 @@ fi
 # pscomm's order between nodes puts net first and tcp;ofi_rxm next.
 FIRST=net
 NEXT="tcp;ofi_rxm"
-ERR_PROVIDER=$(sed -n 's/.*PS_COMM_ERR_PROVIDER = \(-[0-9]*\),.*/\1/p' \
+ERR_FABRIC=$(sed -n 's/.*PS_COMM_ERR_FABRIC = \(-[0-9]*\),.*/\1/p' \
 	"${srcdir:-.}/include/ps_comm.h")
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
@@ -100,8 +101,8 @@ check "no network provider on rank 2: within 60 s" [ "$secs" -lt 60 ] || show
 launch 3 1 1 "$FIRST" --provider "$FIRST" --
 check "FI_PROVIDER=$FIRST, it fails on rank 1: the job fails" \
 	[ "$rc" -ne 0 ] || show
-check "FI_PROVIDER=$FIRST, it fails on rank 1: PS_COMM_ERR_PROVIDER" \
-	grep -q "^rank 1 init error $ERR_PROVIDER\$" "$tmp/out" || show
+check "FI_PROVIDER=$FIRST, it fails on rank 1: PS_COMM_ERR_FABRIC" \
+	grep -q "^rank 1 init error $ERR_FABRIC\$" "$tmp/out" || show
 check "FI_PROVIDER=$FIRST, it fails on rank 1: the error names it" \
 	grep -q "rank 1 error: .*provider $FIRST " "$tmp/err" || show
 check "FI_PROVIDER=$FIRST: no rank uses another provider" \

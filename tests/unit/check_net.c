@@ -1,5 +1,5 @@
 /*
- * Unit tests for the networking helpers (lib/net.c): host:port parsing
+ * Unit tests for the networking helpers (lib/net/net.c): host:port parsing
  * with bracketed IPv6 and its failures, NCCL_SOCKET_IFNAME matching,
  * address printing and the loopback test, choosing the interface to
  * advertise on this host, listening within a port range, connecting with

@@ -1,5 +1,5 @@
 /*
- * Unit tests for the parameter table (lib/param.c, lib/params.def): the
+ * Unit tests for the parameter table (lib/util/param.c, lib/util/params.def): the
  * int, size and double parsers with their suffixes and rejections,
  * loading defaults and environment values (an invalid value fails with
  * the variable named), printing values, and the agree text whose hash

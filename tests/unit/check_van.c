@@ -7,7 +7,7 @@
  * and again; a node sending before it has an id; eight threads sending
  * while one receives, checked for order and content; segments of 0 B,
  * 1 B and 64 MiB compared bitwise; a provider completing a segment's
- * receive twice failing the van with PS_COMM_ERR_PROVIDER, its message
+ * receive twice failing the van with PS_COMM_ERR_FABRIC, its message
  * not handed out; stop then bind again; malformed
  * frames and unknown senders dropped while the van keeps working; a
  * frame naming an id that connected again since dropped; a connect to a
@@ -657,10 +657,10 @@ START_TEST(test_completion_twice)
 	ck_assert_int_eq(ps_comm_van_send(a.van, 8, "big", 3, &seg, 1, NULL,
 					  NULL), 0);
 	/* The message is refused, not handed out, and so is what follows. */
-	ck_assert_int_eq(ps_comm_van_recv(b.van, &m), PS_COMM_ERR_PROVIDER);
+	ck_assert_int_eq(ps_comm_van_recv(b.van, &m), PS_COMM_ERR_FABRIC);
 	ck_assert_int_eq(twice_armed, 0);
 	send_text(&a, 8, "later", NULL, 0);
-	ck_assert_int_eq(ps_comm_van_recv(b.van, &m), PS_COMM_ERR_PROVIDER);
+	ck_assert_int_eq(ps_comm_van_recv(b.van, &m), PS_COMM_ERR_FABRIC);
 	cq->ops = orig;
 	ps_comm_van_stop(a.van);
 	ps_comm_van_destroy(a.van);
