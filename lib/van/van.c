@@ -334,7 +334,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	rc = psc_ep_acquire_exclusive(&ep, &cfg, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
-		return rc == -ENOMEM ? PS_COMM_ERR_NOMEM : PS_COMM_ERR_PROVIDER;
+		return psc_err_public(rc, PSC_ERR_OPEN);
 	}
 	psc_chan_bind(&v->comm.ch, ep, NULL);
 	v->comm.ch.ctx = 0;
@@ -364,8 +364,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		psc_ep_release(v->comm.ch.ep);
 		v->comm.ch.ep = NULL;
-		return rc == -EADDRINUSE ? PS_COMM_ERR_SYSTEM
-					 : psc_err_from_fi(rc);
+		return psc_err_from_fi(rc);
 	}
 	v->comm.ch.aborted = false;
 	v->bound = true;
@@ -512,11 +511,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: connecting node %d at %s:%d: "
 			"%s", node_id, host, port, err);
-		return rc == -ETIMEDOUT ? PS_COMM_ERR_TIMEOUT
-		       : rc == -EBADE	? PS_COMM_ERR_MISMATCH
-		       : rc == -EPROTO	? PS_COMM_ERR_PROTO
-		       : rc == -EINVAL	? PS_COMM_ERR_ARG
-					: PS_COMM_ERR_PEER;
+		return psc_err_public(rc, PSC_ERR_CONNECT);
 	}
 	pthread_mutex_lock(&v->lock);
 	p = peer_get(v, node_id);
@@ -553,7 +548,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: fi_av_insert for node %d: %s",
 			node_id, psc_fab_strerror(-rc));
-		return PS_COMM_ERR_PROVIDER;
+		return psc_err_from_fi(rc);
 	}
 	psc_log(PSC_LOG_DEBUG, -1, "van: node %d at %s:%d, slot %u", node_id,
 		host, port, slot);
@@ -723,7 +718,7 @@ static int post_batch(struct ps_comm_van *v, struct van_peer *p,
 	 * The provider refused the post itself (its connection to the node
 	 * is gone, as the sockets provider tells at once): the node failed.
 	 */
-	if ((rc == PS_COMM_ERR_SYSTEM || rc == PS_COMM_ERR_PROVIDER) &&
+	if ((rc == PS_COMM_ERR_SYSTEM || rc == PS_COMM_ERR_FABRIC) &&
 	    !b->bye) {
 		char why[160];
 
