@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "core/req.h"
+#include "core/source.h"
 #include "core/tag.h"
 #include "fabric/fabric.h"
 
@@ -183,19 +184,7 @@ void psc_ep_try_progress(struct psc_ep *ep);
 int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		double deadline);
 
-/*
- * Progress work of a layer above (a running collective): poll is called
- * from blocking waits and psc_ep_progress without the endpoint lock, by
- * one thread at a time, never blocks, and returns how many things moved;
- * it sets finished when it is done, and finish is then called once, after
- * it left the endpoint's list and without any lock.
- */
-struct psc_prog_src {
-	int (*poll)(struct psc_prog_src *src);
-	void (*finish)(struct psc_prog_src *src);
-	bool finished;
-	struct psc_prog_src *next;
-};
+/* Progress work of a layer above: core/source.h. */
 
 /* Append src to ep's sources: older work is polled first. */
 void psc_ep_add_source(struct psc_ep *ep, struct psc_prog_src *src);

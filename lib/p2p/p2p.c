@@ -30,10 +30,12 @@
 
 #include <rdma/fi_errno.h>
 
-#include "p2p/p2p.h"
+#include "p2p/chan.h"
 #include "util/copy.h"
 #include "util/log.h"
 #include "util/util.h"
+
+_Static_assert(PSC_P2P_ETRUNC == FI_ETRUNC, "p2p.h's ETRUNC is libfabric's");
 
 #define LARGE_MAGIC 0x5053434du /* "PSCM": with the chunk size at +20 */
 /* Chunks of one message, at most: bounds what a header makes us post. */
@@ -284,6 +286,15 @@ int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
 		rc = psc_ep_post_first(ep, r);
 	}
 	return post_end(ch, r, rc, req, err, elen);
+}
+
+int psc_isend(struct psc_chan *ch, unsigned proto, const void *buf,
+	      size_t len, int peer, uint32_t tag, ps_comm_request_t *req,
+	      char *err, size_t elen)
+{
+	return psc_isend_path(ch, psc_chan_path(ch, peer), proto, buf, len,
+			      ch->peers[peer], (uint32_t)ch->rank, tag, req,
+			      err, elen);
 }
 
 int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
