@@ -20,7 +20,7 @@ static int check_p2p(struct ps_comm *c, const void *buf, size_t len,
 
 	if (!c)
 		return PS_COMM_ERR_ARG;
-	tag_ub = c->ch.tl->tag_ub;
+	tag_ub = c->ch.tl.tag_ub;
 	if (!buf && len) {
 		psc_comm_set_error(c, "%s: NULL buffer with length %zu", fn,
 				   len);

@@ -327,7 +327,7 @@ int ps_comm_tag_ub(ps_comm_t c, int *tag_ub)
 {
 	if (!c || !tag_ub)
 		return PS_COMM_ERR_ARG;
-	*tag_ub = psc_ep_tags(c->ch.ep)->tag_ub;
+	*tag_ub = c->ch.tl.tag_ub;
 	return 0;
 }
 

@@ -41,7 +41,7 @@ static uint32_t ctx_take(void)
 	uint32_t ctx;
 
 	pthread_mutex_lock(&eps_lock);
-	ctx = next_ctx++ & ((1u << PSC_TAG_CTX_BITS) - 1);
+	ctx = next_ctx++ & ((1u << PSC_EP_CTX_BITS) - 1);
 	pthread_mutex_unlock(&eps_lock);
 	return ctx;
 }
@@ -270,16 +270,8 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 		free(ep);
 		return rc;
 	}
-	rc = psc_tag_layout_init(&ep->tl, ep->fab.caps.mem_tag_format);
-	if (rc) {
-		snprintf(err, len, "provider %s offers %u tag bits; pscomm "
-			 "needs at least %d", psc_fab_provider(&ep->fab),
-			 ep->fab.caps.tag_bits, PSC_TAG_PROTO_BITS + 1 +
-			 PSC_TAG_CTX_BITS + PSC_TAG_RANK_BITS +
-			 PSC_TAG_MIN_USER_BITS);
-		ep_close(ep);
-		return rc;
-	}
+	/* Providers with too few tag bits are refused when selected. */
+	ep->tag_format = ep->fab.caps.mem_tag_format;
 	ep_limits(ep);
 	if (ep->fab.caps.sw_match && (rc = psc_sw_open(ep)) != 0) {
 		snprintf(err, len, "posting receive buffers on provider %s "
@@ -295,8 +287,8 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 		ep_close(ep);
 		return rc;
 	}
-	psc_log(PSC_LOG_INFO, ep->fab.rank, "user tags of %u bits%s%s",
-		ep->tl.user_bits,
+	psc_log(PSC_LOG_INFO, ep->fab.rank, "%u tag bits%s%s",
+		ep->fab.caps.tag_bits,
 		ep->fab.caps.sw_match ? ", software matching" : "",
 		ep->ring ? ", first messages by shared-memory rings" : "");
 	*out = ep;
@@ -338,10 +330,11 @@ static bool ep_pair(struct psc_ep *a, struct psc_ep *b)
 
 	if (!a->fab.caps.sw_match || !b->fab.caps.sw_match)
 		return false;
-	if (b->tl.usable_bits < a->tl.usable_bits)
-		a->tl = b->tl;
+	if (psc_tag_bits_from_format(b->tag_format) <
+	    psc_tag_bits_from_format(a->tag_format))
+		a->tag_format = b->tag_format;
 	else
-		b->tl = a->tl;
+		b->tag_format = a->tag_format;
 	pthread_mutex_lock(&eps_lock);
 	a->sh->refs++;
 	old->refs--;
@@ -520,9 +513,9 @@ const struct psc_caps *psc_ep_caps(const struct psc_ep *ep)
 	return &ep->fab.caps;
 }
 
-const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep)
+uint64_t psc_ep_tag_format(const struct psc_ep *ep)
 {
-	return &ep->tl;
+	return ep->tag_format;
 }
 
 size_t psc_ep_single_limit(const struct psc_ep *ep)

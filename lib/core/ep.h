@@ -20,7 +20,6 @@
 
 #include "core/req.h"
 #include "core/source.h"
-#include "core/tag.h"
 #include "fabric/fabric.h"
 
 struct psc_ep;
@@ -77,8 +76,10 @@ void psc_ep_release(struct psc_ep *ep);
 /*
  * Context ids, one counter for the process's communicators on every
  * endpoint: the next free one (to agree on with peers), and moving past
- * ctx once the peers agreed.
+ * ctx once the peers agreed. Ids wrap at PSC_EP_CTX_BITS bits (the
+ * width p2p's tags give them, p2p/tag.h).
  */
+#define PSC_EP_CTX_BITS 12
 uint32_t psc_ctx_next(void);
 void psc_ctx_reserve(uint32_t ctx);
 
@@ -92,7 +93,11 @@ pthread_mutex_t *psc_ep_mutex(struct psc_ep *ep);
 
 /* What the endpoint runs with; constant while it is open. */
 const struct psc_caps *psc_ep_caps(const struct psc_ep *ep);
-const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep);
+/*
+ * The mem_tag_format tags are made for (0: 64 bits): the provider's, or
+ * for a pair the narrower of the two, so one tag layout serves both.
+ */
+uint64_t psc_ep_tag_format(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
 const char *psc_ep_provider(const struct psc_ep *ep);

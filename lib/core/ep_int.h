@@ -40,7 +40,7 @@ struct psc_ep {
 	struct psc_ep_shared *sh;
 	struct psc_ep *pair;
 	struct psc_fab fab;
-	struct psc_tag_layout tl;
+	uint64_t tag_format;	       /* psc_ep_tag_format */
 	struct psc_req_queue txq, rxq; /* posts deferred by EAGAIN */
 	struct ps_comm_request *live;  /* every allocated request */
 	size_t sw_eager;		   /* largest untagged payload */
@@ -136,6 +136,14 @@ void psc_req_cancel_tree(struct ps_comm_request *r);
 #define PSC_SW_HDR 16
 #define PSC_SW_EAGER 8192
 
+/*
+ * The one first-message tag that is the core's own: a shared-memory
+ * ring's announcement (shmring.c). Software matching hands it to the
+ * rings instead of matching it; the layers above never make it (p2p's
+ * tags leave their protocol field's top value unused, p2p/tag.h).
+ */
+#define PSC_SW_CORE_TAG UINT64_MAX
+
 struct psc_sw_unexp;
 
 /*
@@ -167,7 +175,7 @@ void psc_sw_drop_unexp(struct psc_ep_shared *sh, const struct psc_ep *ep);
 void psc_sw_encode_hdr(struct ps_comm_request *r);
 /*
  * A bounce buffer b received got bytes: match it to the first fitting
- * receive or keep it (a ring announcement goes to psc_ring_accept), then
+ * receive or keep it (PSC_SW_CORE_TAG goes to psc_ring_accept), then
  * repost b. Lock held.
  */
 void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
@@ -240,7 +248,7 @@ void psc_ring_close(struct psc_ep *ep);
 int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r);
 /*
  * After a first message to addr went through libfabric: create the ring
- * for addr if there is none and announce it (PSC_PROTO_RING); once the
+ * for addr if there is none and announce it (PSC_SW_CORE_TAG); once the
  * announcement is sent, psc_ring_send takes the next ones. Lock held.
  */
 void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr);

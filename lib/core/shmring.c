@@ -16,7 +16,8 @@
  *
  * One ring per sender endpoint and destination address, created by the
  * sender in /dev/shm when it first sends there. Its name travels as the
- * last first message that pair sends through libfabric (PSC_PROTO_RING);
+ * last first message that pair sends through libfabric, with the core's
+ * own tag (PSC_SW_CORE_TAG);
  * every later first message goes through the ring, so the receiver, which
  * reads a ring only after its announcement, sees them in sending order.
  * The receiver maps the ring and unlinks its name. Both sides only read
@@ -303,7 +304,7 @@ void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr)
 		}
 		t->state = TX_READY;
 	}
-	tag = psc_tag_make(&ep->tl, PSC_PROTO_RING, false, 0, 0, 0);
+	tag = PSC_SW_CORE_TAG;
 	psc_prov_enter(ep, "fi_injectdata", addr);
 	rc = fi_injectdata(ep->fab.ep, t->name, strlen(t->name) + 1, tag,
 			   addr);

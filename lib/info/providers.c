@@ -17,7 +17,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "fabric/fabric.h"
 #include "fabric/topo.h"
 #include "info/info_int.h"

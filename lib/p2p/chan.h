@@ -43,7 +43,7 @@ struct psc_chan {
 	uint32_t large_seq; /* continuation stream id, per sender */
 	bool aborted;	    /* under the endpoint lock */
 	pthread_mutex_t *lock;	/* the endpoint lock (one for a pair) */
-	const struct psc_tag_layout *tl; /* one layout for a pair */
+	struct psc_tag_layout tl; /* from the endpoint's tag format */
 };
 
 /*

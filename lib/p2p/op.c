@@ -24,7 +24,7 @@ int psc_chan_size(const struct psc_chan *ch)
 
 unsigned psc_chan_user_bits(const struct psc_chan *ch)
 {
-	return ch->tl->user_bits;
+	return ch->tl.user_bits;
 }
 
 uint32_t psc_p2p_ctx_next(void)

@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "core/source.h"
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "ps_comm.h"
 
 struct psc_chan;

@@ -23,7 +23,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "fabric/fabric.h"
 #include "fabric/preflight.h"
 #include "fabric/select.h"

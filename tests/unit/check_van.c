@@ -38,7 +38,7 @@
 #include "boot/store.h"
 #include "core/ep.h"
 #include "core/req.h"
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "fabric/fabric.h"
 #include "net/net.h"
 #include "p2p/p2p.h"
