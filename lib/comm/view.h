@@ -44,7 +44,7 @@ void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
  * recording msg (when not empty) as the communicator's last error.
  * Returns 0 for 0.
  */
-int psc_comm_fail(struct ps_comm *c, int err, const char *msg);
+int psc_comm_report(struct ps_comm *c, int err, const char *msg);
 
 
 /*

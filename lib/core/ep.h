@@ -33,7 +33,7 @@ struct psc_ep;
  * taken, for a communicator that keeps its id on another endpoint).
  * Returns 0, or a negative errno with a message in err.
  */
-int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
+int psc_ep_acquire(struct psc_ep **out, const struct psc_fab_config *cfg,
 		   uint32_t *ctx, char *err, size_t len);
 
 /*
@@ -43,7 +43,7 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
  * progress it. Its one user's context id is 0.
  */
 int psc_ep_acquire_exclusive(struct psc_ep **out,
-			     const struct psc_ep_config *cfg, char *err,
+			     const struct psc_fab_config *cfg, char *err,
 			     size_t len);
 
 /*
@@ -61,7 +61,7 @@ int psc_ep_acquire_exclusive(struct psc_ep **out,
  * neither opens the network endpoint's error with words in err.
  */
 int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
-			const struct psc_ep_config *cfg, uint32_t *ctx,
+			const struct psc_fab_config *cfg, uint32_t *ctx,
 			char *err, size_t len);
 
 /* One more hold on an open endpoint (a split communicator). */
@@ -111,7 +111,7 @@ const char *psc_ep_fell_back(const struct psc_ep *ep);
  * Remove the shared-memory message rings (core/shmring.c) that process
  * pid made and no receiver mapped yet: for a node-local peer that died.
  */
-void psc_ring_remove_pid(int pid);
+void psc_shmring_remove_pid(int pid);
 uint32_t psc_ep_addr_format(const struct psc_ep *ep);
 /* This endpoint's fabric address (fi_getname) and its length. */
 const void *psc_ep_name(const struct psc_ep *ep, size_t *len);

@@ -218,7 +218,7 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 				(unsigned long long)ep->sw_dropped);
 	} else if (tag == PSC_SW_CORE_TAG) {
 		/* The sender's later first messages come by this ring. */
-		psc_ring_accept(ep, data, len);
+		psc_shmring_accept(ep, data, len);
 	} else {
 		psc_sw_match(ep, tag, data, len);
 	}

@@ -1,6 +1,6 @@
 /*
  * Unit tests for lib/core/shmring.c's clean-up after a dead peer:
- * psc_ring_remove_pid removes exactly the ring names that process made
+ * psc_shmring_remove_pid removes exactly the ring names that process made
  * (/dev/shm/psc-ring-PID-N), and no other pid's, nor other files.
  */
 #include <fcntl.h>
@@ -45,7 +45,7 @@ START_TEST(test_remove_pid)
 		make(mine[i]);
 	for (size_t i = 0; i < 3; i++)
 		make(kept[i]);
-	psc_ring_remove_pid(DEAD);
+	psc_shmring_remove_pid(DEAD);
 	for (size_t i = 0; i < 2; i++)
 		ck_assert_msg(!exists(mine[i]), "%s was left", mine[i]);
 	for (size_t i = 0; i < 3; i++) {
@@ -53,8 +53,8 @@ START_TEST(test_remove_pid)
 		shm_unlink(kept[i]);
 	}
 	/* Nothing to remove, and no pid at all: no effect, no crash. */
-	psc_ring_remove_pid(OTHER);
-	psc_ring_remove_pid(0);
+	psc_shmring_remove_pid(OTHER);
+	psc_shmring_remove_pid(0);
 }
 END_TEST
 

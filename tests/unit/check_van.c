@@ -799,7 +799,7 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 		     size_t len, const char *provider)
 {
 	struct psc_params params;
-	struct psc_ep_config cfg = {.params = &params, .rank = -1,
+	struct psc_fab_config cfg = {.params = &params, .rank = -1,
 				     .role = PSC_ROLE_ANY};
 	struct psc_auth_key key;
 	struct ps_comm c;
