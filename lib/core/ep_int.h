@@ -267,4 +267,14 @@ int psc_shmring_poll(struct psc_ep *ep);
  */
 bool psc_shmring_sleep(struct psc_ep *ep, double secs);
 
+/* What ep's rings are doing, for the unit suite (check_shmring.c). */
+struct psc_shmring_stats {
+	size_t tx_on;	     /* rings ep sends through */
+	size_t rx_mapped;    /* rings ep receives from */
+	unsigned tx_sleepers; /* receivers asleep on ep's rings' bells */
+	bool bell_heard;     /* a bell woke ep at least once */
+};
+/* Fill st (zeros without rings). Takes the lock. */
+void psc_shmring_stats(struct psc_ep *ep, struct psc_shmring_stats *st);
+
 #endif /* PSC_EP_INT_H */

@@ -536,3 +536,24 @@ int psc_shmring_poll(struct psc_ep *ep)
 	}
 	return n;
 }
+
+void psc_shmring_stats(struct psc_ep *ep, struct psc_shmring_stats *st)
+{
+	struct psc_shmring *g;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(ep->lock);
+	g = ep->shmring;
+	for (size_t i = 0; g && i < g->ntx; i++)
+		if (g->tx[i].state == TX_ON) {
+			st->tx_on++;
+			st->tx_sleepers += __atomic_load_n(
+				&g->tx[i].h->sleepers, __ATOMIC_SEQ_CST);
+		}
+	if (g) {
+		st->rx_mapped = g->nrx;
+		st->bell_heard = __atomic_load_n(&g->bell_heard,
+						 __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(ep->lock);
+}
