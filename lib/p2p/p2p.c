@@ -256,10 +256,14 @@ static inline int post_end(struct psc_chan *ch, struct ps_comm_request *r,
 	return rc;
 }
 
-int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
-		   unsigned proto, const void *buf, size_t len, fi_addr_t addr,
-		   uint32_t src, uint32_t tag, ps_comm_request_t *req,
-		   char *err, size_t elen)
+/*
+ * The send path, inlined into both entry points so that psc_isend (the
+ * 8-byte hot path) makes no call of its own before the post.
+ */
+static inline __attribute__((always_inline)) int
+isend_path(struct psc_chan *ch, const struct psc_path *path, unsigned proto,
+	   const void *buf, size_t len, fi_addr_t addr, uint32_t src,
+	   uint32_t tag, ps_comm_request_t *req, char *err, size_t elen)
 {
 	struct psc_ep *ep = path->ep;
 	struct ps_comm_request *r;
@@ -291,13 +295,22 @@ int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
 	return post_end(ch, r, rc, req, err, elen);
 }
 
+int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
+		   unsigned proto, const void *buf, size_t len, fi_addr_t addr,
+		   uint32_t src, uint32_t tag, ps_comm_request_t *req,
+		   char *err, size_t elen)
+{
+	return isend_path(ch, path, proto, buf, len, addr, src, tag, req, err,
+			  elen);
+}
+
 int psc_isend(struct psc_chan *ch, unsigned proto, const void *buf,
 	      size_t len, int peer, uint32_t tag, ps_comm_request_t *req,
 	      char *err, size_t elen)
 {
-	return psc_isend_path(ch, psc_chan_path(ch, peer), proto, buf, len,
-			      ch->peers[peer], (uint32_t)ch->rank, tag, req,
-			      err, elen);
+	return isend_path(ch, psc_chan_path(ch, peer), proto, buf, len,
+			  ch->peers[peer], (uint32_t)ch->rank, tag, req, err,
+			  elen);
 }
 
 int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
