@@ -196,7 +196,10 @@ static const char *algo_param(const struct psc_params *p,
 static bool hier_auto(const struct ps_comm *c, enum coll_kind kind,
 		      const struct psc_coll_args *a)
 {
-	if (!c->node_of || c->nnodes < 2 || c->nnodes == c->ch.size)
+	int nnodes, lsize;
+
+	if (!psc_comm_nodes(c, &nnodes, &lsize) || nnodes < 2 ||
+	    nnodes == psc_comm_size(c))
 		return false;
 	return !(colls[kind].reduces && a->deterministic);
 }
@@ -209,12 +212,12 @@ static int pick_algo(struct ps_comm *c, enum coll_kind kind,
 		     const struct psc_coll_args *a, size_t bytes)
 {
 	const struct coll_desc *d = &colls[kind];
-	const char *want = algo_param(&c->params, d);
+	const char *want = algo_param(psc_comm_params(c), d);
 	int i;
 
 	if (!want[0] || strcmp(want, "auto") == 0)
 		return hier_auto(c, kind, a) ? d->nalgos - 1
-					     : d->choose(&c->params, a, bytes);
+					     : d->choose(psc_comm_params(c), a, bytes);
 	for (i = 0; i < d->nalgos; i++)
 		if (strcmp(want, d->algos[i].name) == 0)
 			break;
@@ -235,13 +238,15 @@ static int pick_algo(struct ps_comm *c, enum coll_kind kind,
 /* The smallest node's rank count (1 when out of memory: still valid). */
 static int min_node_size(const struct ps_comm *c)
 {
-	int *cnt = calloc((size_t)c->nnodes, sizeof(int)), m = c->ch.size;
+	int nnodes, lsize, n = psc_comm_size(c), m = n;
+	const int *node_of = psc_comm_nodes(c, &nnodes, &lsize);
+	int *cnt = calloc((size_t)nnodes, sizeof(int));
 
 	if (!cnt)
 		return 1;
-	for (int r = 0; r < c->ch.size; r++)
-		cnt[c->node_of[r]]++;
-	for (int k = 0; k < c->nnodes; k++)
+	for (int r = 0; r < n; r++)
+		cnt[node_of[r]]++;
+	for (int k = 0; k < nnodes; k++)
 		m = PSC_MIN(m, cnt[k]);
 	free(cnt);
 	return PSC_MAX(m, 1);
@@ -257,7 +262,7 @@ static psc_coll_build_fn flat_choice(const struct ps_comm *c,
 
 	t.size = n;
 	t.count = count;
-	return colls[kind].algos[colls[kind].choose(&c->params, &t, bytes)]
+	return colls[kind].algos[colls[kind].choose(psc_comm_params(c), &t, bytes)]
 		.build;
 }
 
@@ -269,22 +274,24 @@ static psc_coll_build_fn flat_choice(const struct ps_comm *c,
 static void hier_steps(const struct ps_comm *c, enum coll_kind kind,
 		       struct psc_coll_args *a, size_t bytes)
 {
-	int nn = c->node_of ? c->nnodes : 1, m;
+	int nnodes, lsize, m;
+	const int *node_of = psc_comm_nodes(c, &nnodes, &lsize);
+	int nn = node_of ? nnodes : 1;
 	size_t n = (size_t)a->size;
 
-	a->node_of = c->node_of;
+	a->node_of = node_of;
 	a->nnodes = nn;
 	switch (kind) {
 	case COLL_BCAST:
 	case COLL_REDUCE:
 		a->hier.inter = flat_choice(c, kind, a, nn, a->count, bytes);
-		a->hier.intra = flat_choice(c, kind, a, c->local_size,
+		a->hier.intra = flat_choice(c, kind, a, lsize,
 					    a->count, bytes);
 		break;
 	case COLL_ALLREDUCE:
 	case COLL_REDUCE_SCATTER:
 		/* Between nodes: an allreduce of one of m pieces. */
-		m = c->node_of ? min_node_size(c) : a->size;
+		m = node_of ? min_node_size(c) : a->size;
 		n = kind == COLL_ALLREDUCE ? 1 : n;
 		a->hier.inter = flat_choice(c, COLL_ALLREDUCE, a, nn,
 					    a->count * n / (size_t)m,
@@ -292,7 +299,7 @@ static void hier_steps(const struct ps_comm *c, enum coll_kind kind,
 		break;
 	case COLL_ALLGATHER:
 		/* Inside nodes: a bcast of the whole result. */
-		a->hier.intra = flat_choice(c, COLL_BCAST, a, c->local_size,
+		a->hier.intra = flat_choice(c, COLL_BCAST, a, lsize,
 					    a->count * n, bytes * n);
 		break;
 	default:
@@ -318,17 +325,17 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 		      struct psc_coll_args *a, size_t bytes,
 		      ps_comm_request_t *req)
 {
-	unsigned ub = psc_ep_tags(c->ch.ep)->user_bits - 4;
-	uint32_t seq = __atomic_fetch_add(&c->coll_seq, 1, __ATOMIC_RELAXED);
+	unsigned ub = psc_chan_user_bits(psc_comm_chan(c)) - 4;
+	uint32_t seq = psc_comm_next_seq(c);
 	uint32_t tag = signature(kind, a) << ub | (seq & ((1u << ub) - 1));
 	struct psc_sched *s;
 	int algo = 0, rc;
 
-	a->rank = c->ch.rank;
-	a->size = c->ch.size;
-	a->deterministic = c->params.deterministic == 1;
-	a->seg = PSC_MAX(c->params.coll_segment / a->esize, 1);
-	if (c->ch.size > 1 && (bytes || kind == COLL_BARRIER)) {
+	a->rank = psc_comm_rank(c);
+	a->size = psc_comm_size(c);
+	a->deterministic = psc_comm_params(c)->deterministic == 1;
+	a->seg = PSC_MAX(psc_comm_params(c)->coll_segment / a->esize, 1);
+	if (psc_comm_size(c) > 1 && (bytes || kind == COLL_BARRIER)) {
 		algo = pick_algo(c, kind, a, bytes);
 		if (algo < 0)
 			return PS_COMM_ERR_CONFIG;
@@ -338,7 +345,7 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 	s = psc_sched_new(c, tag, a->dtype, a->op);
 	if (!s)
 		return PS_COMM_ERR_NOMEM;
-	if (c->ch.size > 1 && (bytes || kind == COLL_BARRIER))
+	if (psc_comm_size(c) > 1 && (bytes || kind == COLL_BARRIER))
 		colls[kind].algos[algo].build(s, a);
 	rc = psc_err_from_fi(psc_sched_error(s));
 	if (rc) {
@@ -348,7 +355,7 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 		return rc;
 	}
 	if (psc_log_enabled(PSC_LOG_TRACE))
-		psc_log(PSC_LOG_TRACE, c->ch.rank, "%s: %zu bytes, %s, %d steps",
+		psc_log(PSC_LOG_TRACE, psc_comm_rank(c), "%s: %zu bytes, %s, %d steps",
 			colls[kind].name, bytes, colls[kind].algos[algo].name,
 			psc_sched_count(s));
 	rc = psc_sched_start(s, req);
@@ -393,9 +400,9 @@ static int check_bufs(struct ps_comm *c, const void *sendbuf, size_t slen,
 
 static int check_root(struct ps_comm *c, int root)
 {
-	if (root < 0 || root >= c->ch.size) {
+	if (root < 0 || root >= psc_comm_size(c)) {
 		psc_comm_set_error(c, "root %d is not a rank of a communicator "
-				   "of %d", root, c->ch.size);
+				   "of %d", root, psc_comm_size(c));
 		return PS_COMM_ERR_ARG;
 	}
 	return 0;
@@ -432,9 +439,9 @@ static size_t span_mult(const struct ps_comm *c, enum span sp, int root)
 	case SPAN_ONE:
 		return 1;
 	case SPAN_ALL:
-		return (size_t)c->ch.size;
+		return (size_t)psc_comm_size(c);
 	case SPAN_ROOT:
-		return c->ch.rank == root;
+		return psc_comm_rank(c) == root;
 	default:
 		return 0;
 	}
@@ -488,7 +495,8 @@ static int finish_blocking(struct ps_comm *c, int rc, ps_comm_request_t *r)
 {
 	if (rc)
 		return rc;
-	return psc_comm_wait(c, r, NULL, psc_comm_op_deadline(c), "collective");
+	return psc_comm_await(c, r, NULL, psc_comm_op_deadline(c),
+			      "collective");
 }
 
 /* ---------------------------------------------------------- public API */
@@ -522,7 +530,7 @@ static void reduce_bufs(struct ps_comm *c, const struct call *k,
 {
 	a->sendbuf = k->in_place ? k->recvbuf : k->sendbuf;
 	a->recvbuf = (void *)k->recvbuf;
-	if (c->ch.size == 1 && !k->in_place && bytes)
+	if (psc_comm_size(c) == 1 && !k->in_place && bytes)
 		psc_copy(a->recvbuf, k->sendbuf, bytes);
 }
 
@@ -556,7 +564,7 @@ int ps_comm_ireduce(ps_comm_t c, const void *sendbuf, void *recvbuf,
 
 	if (rc)
 		return rc;
-	if (k.in_place && c->ch.rank != root) {
+	if (k.in_place && psc_comm_rank(c) != root) {
 		psc_comm_set_error(c, "reduce: only the root may pass "
 				   "PS_COMM_IN_PLACE");
 		return PS_COMM_ERR_ARG;
@@ -591,7 +599,7 @@ int ps_comm_iallgather(ps_comm_t c, const void *sendbuf, void *recvbuf,
 	if (rc)
 		return rc;
 	if (!k.in_place && k.bytes)
-		psc_copy((char *)recvbuf + (size_t)c->ch.rank * k.bytes, sendbuf,
+		psc_copy((char *)recvbuf + (size_t)psc_comm_rank(c) * k.bytes, sendbuf,
 		       k.bytes);
 	a.sendbuf = a.recvbuf = recvbuf;
 	return coll_start(c, COLL_ALLGATHER, &a, k.bytes, req);

@@ -19,9 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <rdma/fi_errno.h>
-
 #include "coll/sched.h"
+#include "p2p/p2p.h"
 #include "util/copy.h"
 #include "util/scratch.h"
 #include "util/util.h"
@@ -67,8 +66,8 @@ struct psc_sched {
 	int first;	/* operations before this one are done */
 	int err;	/* internal code once failed */
 	bool leak_tmp;	/* a receive could not be withdrawn */
-	struct ps_comm_request *req; /* the caller's request */
-	struct psc_prog_src src;     /* on the endpoint while it runs */
+	struct psc_chan *ch;	/* the communicator's channel */
+	struct psc_chan_op base;     /* on the channel while it runs */
 };
 
 /* -------------------------------------------------------------- building */
@@ -77,17 +76,19 @@ struct psc_sched *psc_sched_new(struct ps_comm *c, uint32_t tag,
 				ps_comm_dtype_t dtype, ps_comm_op_t op)
 {
 	struct psc_sched *s = calloc(1, sizeof(*s));
+	int n = psc_comm_size(c);
 
 	if (!s)
 		return NULL;
-	s->last_chan = malloc(sizeof(int) * 2 * (size_t)c->ch.size);
+	s->last_chan = malloc(sizeof(int) * 2 * (size_t)n);
 	if (!s->last_chan) {
 		free(s);
 		return NULL;
 	}
-	for (int i = 0; i < 2 * c->ch.size; i++)
+	for (int i = 0; i < 2 * n; i++)
 		s->last_chan[i] = -1;
 	s->comm = c;
+	s->ch = psc_comm_chan(c);
 	s->gate = -1;
 	s->tag = tag;
 	s->dtype = dtype;
@@ -116,7 +117,7 @@ void psc_sched_free(struct psc_sched *s)
 			psc_keep_for_provider(s->tmps[i].p);
 		else if (s->tmps[i].cached)
 			psc_scratch_put(s->tmps[i].p,
-					s->comm->params.coll_scratch_cache);
+					psc_comm_params(s->comm)->coll_scratch_cache);
 		else
 			free(s->tmps[i].p);
 	free(s->tmps);
@@ -338,11 +339,11 @@ static int op_start(struct psc_sched *s, struct sop *o)
 
 	switch (o->kind) {
 	case SOP_SEND:
-		rc = psc_isend(&s->comm->ch, PSC_PROTO_COLL, o->dst, o->len,
+		rc = psc_isend(s->ch, PSC_PROTO_COLL, o->dst, o->len,
 			       o->peer, s->tag, &o->req, err, sizeof(err));
 		break;
 	case SOP_RECV:
-		rc = psc_irecv(&s->comm->ch, PSC_PROTO_COLL, o->dst, o->len,
+		rc = psc_irecv(s->ch, PSC_PROTO_COLL, o->dst, o->len,
 			       o->peer, s->tag, &o->req, err, sizeof(err));
 		break;
 	case SOP_REDUCE:
@@ -369,12 +370,12 @@ static int op_finish(struct psc_sched *s, struct sop *o)
 {
 	ps_comm_status_t st;
 	char *words;
-	int rc = psc_req_reap(&o->req, &st, &words);
+	int rc = psc_p2p_reap(&o->req, &st, &words);
 
 	/* The request is gone either way; failure ends the schedule. */
 	o->state = SOP_DONE;
 
-	if (o->kind == SOP_RECV && (rc == -FI_ETRUNC ||
+	if (o->kind == SOP_RECV && (rc == -PSC_P2P_ETRUNC ||
 				    (!rc && st.len != o->len))) {
 		psc_comm_set_error(s->comm, "collective: rank %d sent %s bytes "
 				   "than this rank expects (%zu): the ranks "
@@ -403,7 +404,7 @@ static void sched_cancel(struct psc_sched *s)
 
 		if (o->state != SOP_RUN || !o->req)
 			continue;
-		if (psc_req_cancel(&o->req) != 0)
+		if (psc_p2p_cancel(&o->req) != 0)
 			s->leak_tmp = true;
 		o->state = SOP_DONE;
 	}
@@ -422,7 +423,7 @@ static int sched_advance(struct psc_sched *s)
 		int rc = 0;
 
 		if (o->state == SOP_RUN) {
-			if (!psc_req_done(o->req))
+			if (!psc_p2p_done(o->req))
 				continue;
 			rc = op_finish(s, o);
 			moved = 1;
@@ -443,93 +444,47 @@ static int sched_advance(struct psc_sched *s)
 	return moved;
 }
 
-/* Complete the caller's request with the schedule's result. */
-static void sched_finish(struct psc_prog_src *src)
-{
-	struct psc_sched *s = psc_container_of(src, struct psc_sched, src);
-	struct psc_ep *ep = s->comm->ch.ep;
-
-	psc_ep_lock(ep);
-	psc_req_complete(s->req, s->err);
-	psc_ep_unlock(ep);
-	psc_sched_free(s);
-}
-
 /*
- * Advance the schedule; once it is over, leave the endpoint's sources.
- * The request forgets it first, so an abort never reaches a schedule
- * being freed.
+ * Advance the schedule; once it is over, p2p completes the request with
+ * its result and releases it.
  */
-static int sched_poll(struct psc_prog_src *src)
+static int sched_poll(struct psc_chan_op *op)
 {
-	struct psc_sched *s = psc_container_of(src, struct psc_sched, src);
+	struct psc_sched *s = psc_container_of(op, struct psc_sched, base);
 	int moved = sched_advance(s);
 
 	if (s->err || s->first == s->nops) {
-		s->req->ctx = NULL;
-		src->finished = true;
+		op->result = s->err;
+		op->over = true;
 	}
 	return moved;
 }
 
-struct abort_arg {
-	struct ps_comm_request *r;
-	int err;
-};
-
-/* Fail a running schedule (no source is being polled meanwhile). */
-static void abort_locked(void *arg)
+/* Fail a running schedule (a timeout); the next poll completes it. */
+static void sched_abort(struct psc_chan_op *op, int err)
 {
-	struct abort_arg *a = arg;
-	struct psc_sched *s = a->r->ctx;
+	struct psc_sched *s = psc_container_of(op, struct psc_sched, base);
 
-	if (s && !s->err) {
-		s->err = a->err;
+	if (!s->err) {
+		s->err = err;
 		sched_cancel(s);
 	}
 }
 
-/* The request's abort op: fail the schedule with err (a timeout). */
-static void sched_abort(struct ps_comm_request *r, int err)
+static void sched_release(struct psc_chan_op *op)
 {
-	struct abort_arg a = {r, err};
-
-	/* The next poll completes it. */
-	psc_ep_with_sources(r->ep, abort_locked, &a);
+	psc_sched_free(psc_container_of(op, struct psc_sched, base));
 }
-
-static const struct psc_req_ops sched_ops = {
-	.size = sizeof(struct psc_req_ops),
-	.abort = sched_abort,
-};
 
 int psc_sched_start(struct psc_sched *s, ps_comm_request_t *req)
 {
-	struct ps_comm *c = s->comm;
-	struct psc_ep *ep = c->ch.ep;
-	struct ps_comm_request *r;
-	int failed;
+	int rc;
 
-	psc_ep_lock(ep);
-	failed = c->ch.aborted ? -ESHUTDOWN
-			       : psc_ep_owner_failed(ep, &c->ch, NULL, 0);
-	r = failed ? NULL : psc_req_alloc(ep, &c->ch, PSC_REQ_GENERIC);
-	if (r) {
-		r->ctx = s;
-		r->ops = &sched_ops;
-		r->status.source = c->ch.rank;
-	}
-	psc_ep_unlock(ep);
-	if (!r) {
+	s->base.poll = sched_poll;
+	s->base.abort = sched_abort;
+	s->base.release = sched_release;
+	rc = psc_chan_op_start(s->ch, &s->base, req);
+	if (rc)
 		psc_sched_free(s);
-		return failed ? failed : -ENOMEM;
-	}
-	s->req = r;
-	s->src.poll = sched_poll;
-	s->src.finish = sched_finish;
-	/* Appended: older collectives get progressed first. */
-	psc_ep_add_source(ep, &s->src);
-	*req = r;
-	psc_ep_run_sources(ep);
-	return 0;
+	return rc;
 }

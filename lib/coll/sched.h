@@ -7,7 +7,7 @@
 #define PSC_SCHED_H
 
 #include "coll/coll.h"
-#include "comm/comm.h"
+#include "comm/view.h"
 
 /*
  * A new, empty schedule for one collective on c whose messages all carry

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm/comm.h"
+#include "comm/view.h"
 #include "util/util.h"
 
 struct member {
@@ -34,21 +34,21 @@ int ps_comm_split(ps_comm_t parent, int color, int key, ps_comm_t *newcomm)
 	if (!parent || !newcomm || color < PS_COMM_UNDEFINED)
 		return PS_COMM_ERR_ARG;
 	*newcomm = NULL;
-	all = calloc((size_t)parent->ch.size, sizeof(*all));
-	ranks = calloc((size_t)parent->ch.size, sizeof(*ranks));
+	all = calloc((size_t)psc_comm_size(parent), sizeof(*all));
+	ranks = calloc((size_t)psc_comm_size(parent), sizeof(*ranks));
 	if (!all || !ranks) {
 		free(all);
 		free(ranks);
 		return PS_COMM_ERR_NOMEM;
 	}
-	mine.ctx = (int32_t)psc_ctx_next();
+	mine.ctx = (int32_t)psc_p2p_ctx_next();
 	mine.color = color;
 	mine.key = key;
-	mine.rank = parent->ch.rank;
+	mine.rank = psc_comm_rank(parent);
 	rc = ps_comm_allgather(parent, &mine, all, 4, PS_COMM_INT32);
 	if (rc)
 		goto out;
-	for (int i = 0; i < parent->ch.size; i++)
+	for (int i = 0; i < psc_comm_size(parent); i++)
 		ctx = PSC_MAX(ctx, (uint32_t)all[i].ctx);
 	if (ctx >= limit) {
 		psc_comm_set_error(parent, "split: all %u context ids are used",
@@ -56,16 +56,16 @@ int ps_comm_split(ps_comm_t parent, int color, int key, ps_comm_t *newcomm)
 		rc = PS_COMM_ERR_NOMEM;
 		goto out;
 	}
-	psc_ctx_reserve(ctx);
+	psc_p2p_ctx_reserve(ctx);
 	if (color == PS_COMM_UNDEFINED)
 		goto out;
-	for (int i = 0; i < parent->ch.size; i++)
+	for (int i = 0; i < psc_comm_size(parent); i++)
 		if (all[i].color == color)
 			all[n++] = all[i];
 	qsort(all, (size_t)n, sizeof(*all), by_key);
 	for (int i = 0; i < n; i++) {
 		ranks[i] = all[i].rank;
-		if (all[i].rank == parent->ch.rank)
+		if (all[i].rank == psc_comm_rank(parent))
 			me = i;
 	}
 	rc = psc_comm_create_sub(parent, ranks, n, me, ctx, newcomm);

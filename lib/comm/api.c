@@ -20,7 +20,7 @@ static int check_p2p(struct ps_comm *c, const void *buf, size_t len,
 
 	if (!c)
 		return PS_COMM_ERR_ARG;
-	tag_ub = c->ch.tl->tag_ub;
+	tag_ub = c->ch.tl.tag_ub;
 	if (!buf && len) {
 		psc_comm_set_error(c, "%s: NULL buffer with length %zu", fn,
 				   len);
@@ -57,7 +57,7 @@ int ps_comm_isend(ps_comm_t comm, const void *buf, size_t len, int peer,
 		return PS_COMM_ERR_ARG;
 	rc = psc_isend(&comm->ch, PSC_PROTO_USER, buf, len, peer,
 		       (uint32_t)tag, req, err, sizeof(err));
-	return rc ? psc_comm_fail(comm, rc, err) : 0;
+	return rc ? psc_comm_report(comm, rc, err) : 0;
 }
 
 int ps_comm_irecv(ps_comm_t comm, void *buf, size_t len, int peer, int tag,
@@ -72,7 +72,7 @@ int ps_comm_irecv(ps_comm_t comm, void *buf, size_t len, int peer, int tag,
 		return PS_COMM_ERR_ARG;
 	rc = psc_irecv(&comm->ch, PSC_PROTO_USER, buf, len, peer, tag, req,
 		       err, sizeof(err));
-	return rc ? psc_comm_fail(comm, rc, err) : 0;
+	return rc ? psc_comm_report(comm, rc, err) : 0;
 }
 
 int ps_comm_send(ps_comm_t comm, const void *buf, size_t len, int peer,

@@ -13,11 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "p2p/p2p.h"
+#include "comm/view.h"
+#include "p2p/chan.h"
 #include "util/param.h"
 
 struct psc_live;
 
+/* The communicator's fields, for comm and the van; see comm/view.h. */
 struct ps_comm {
 	struct psc_chan ch;    /* endpoint, context id, rank, size, peers */
 	struct psc_live *live; /* the world's liveness monitor, or NULL */
@@ -33,27 +35,6 @@ struct ps_comm {
 	char provider[64];
 	char last_error[1024];
 };
-
-/* Record a diagnostic on comm (lock not required). */
-void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/*
- * Turn an internal code into the PS_COMM_ERR_* value the user gets,
- * recording msg (when not empty) as the communicator's last error.
- * Returns 0 for 0.
- */
-int psc_comm_fail(struct ps_comm *c, int err, const char *msg);
-
-/*
- * The PS_COMM_ERR_* value for internal code rc of an operation of c that
- * could not start, recording the words of c's failure when c failed (a
- * peer died, an abort) and rc is that failure.
- */
-int psc_comm_failure(struct ps_comm *c, int rc);
-
-/* Deadline for a blocking operation started now (0 = none). */
-double psc_comm_op_deadline(const struct ps_comm *c);
 
 /*
  * Wait for a request of c until its operation deadline, as ps_comm_wait
@@ -105,14 +86,6 @@ int psc_comm_set_nodes(struct ps_comm *c, const int *raw);
  */
 int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll,
 		    char *err, size_t len);
-
-/*
- * A communicator over the ranks of parent listed in ranks (n of them, in
- * their new order), this rank being me among them, sharing parent's
- * endpoint under context id ctx. Returns 0 or PS_COMM_ERR_NOMEM.
- */
-int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
-			int me, uint32_t ctx, struct ps_comm **out);
 
 /*
  * Bootstrap a world communicator into c (zeroed, params loaded): rank

@@ -150,7 +150,7 @@ struct boot_ctx {
 	struct ps_comm *c;
 	struct psc_boot_record *me;
 	enum fabrics mode;
-	struct psc_ep_config *cfg; /* how c's endpoints were opened */
+	struct psc_fab_config *cfg; /* how c's endpoints were opened */
 	struct psc_ep *shm;	/* a pair's shared-memory endpoint (path 1) */
 	int *raw;		/* rank -> index into ids */
 	char (*ids)[96];	/* distinct node identities */
@@ -359,7 +359,7 @@ static int bind_rank(struct ps_comm *c, bool *own_core, char *err,
  * err.
  */
 static int open_endpoints(struct ps_comm *c, enum fabrics mode,
-			  struct psc_ep_config *cfg, struct psc_ep **shm,
+			  struct psc_fab_config *cfg, struct psc_ep **shm,
 			  bool keep_ctx, char *err, size_t len)
 {
 	struct psc_ep *ep = NULL, *net = NULL;
@@ -579,7 +579,7 @@ static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 {
 	struct psc_boot_plan plan;
-	struct psc_ep_config cfg = {.params = &c->params,
+	struct psc_fab_config cfg = {.params = &c->params,
 				     .role = PSC_ROLE_ANY};
 	struct psc_boot_record me;
 	struct boot_ctx b = {.c = c, .me = &me, .cfg = &cfg};

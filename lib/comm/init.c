@@ -38,7 +38,7 @@ void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
 	va_end(ap);
 }
 
-int psc_comm_fail(struct ps_comm *c, int err, const char *msg)
+int psc_comm_report(struct ps_comm *c, int err, const char *msg)
 {
 	if (err && msg && *msg)
 		psc_comm_set_error(c, "%s", msg);
@@ -51,7 +51,7 @@ int psc_comm_failure(struct ps_comm *c, int rc)
 	int failed = psc_ep_owner_failed(c->ch.ep, &c->ch, words,
 					 sizeof(words));
 
-	return psc_comm_fail(c, rc, failed == rc ? words : "");
+	return psc_comm_report(c, rc, failed == rc ? words : "");
 }
 
 /*
@@ -105,7 +105,7 @@ int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,
 			 strcmp(what, "collective") == 0
 				 ? "a peer did not take part"
 				 : "the peer did not answer");
-	return psc_comm_fail(c, rc, msg);
+	return psc_comm_report(c, rc, msg);
 }
 
 int ps_comm_attr_init(ps_comm_attr_t *attr)
@@ -327,7 +327,7 @@ int ps_comm_tag_ub(ps_comm_t c, int *tag_ub)
 {
 	if (!c || !tag_ub)
 		return PS_COMM_ERR_ARG;
-	*tag_ub = psc_ep_tags(c->ch.ep)->tag_ub;
+	*tag_ub = c->ch.tl.tag_ub;
 	return 0;
 }
 

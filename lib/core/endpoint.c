@@ -41,7 +41,7 @@ static uint32_t ctx_take(void)
 	uint32_t ctx;
 
 	pthread_mutex_lock(&eps_lock);
-	ctx = next_ctx++ & ((1u << PSC_TAG_CTX_BITS) - 1);
+	ctx = next_ctx++ & ((1u << PSC_EP_CTX_BITS) - 1);
 	pthread_mutex_unlock(&eps_lock);
 	return ctx;
 }
@@ -114,7 +114,7 @@ void psc_ep_each_other(const struct psc_ep *self,
 }
 
 /* What two communicators must share to share an endpoint. */
-static void ep_key(const struct psc_ep_config *cfg, char *key, size_t len)
+static void ep_key(const struct psc_fab_config *cfg, char *key, size_t len)
 {
 	const char *filter = getenv("FI_PROVIDER");
 
@@ -223,7 +223,7 @@ static void ep_close(struct psc_ep *ep)
 			ep->fab.prov->remove_regions(ep->fab.name,
 						     ep->fab.namelen, 0);
 		/* The rings are plain memory: nothing there can hang. */
-		psc_ring_close(ep);
+		psc_shmring_close(ep);
 		pthread_mutex_lock(&graveyard_lock);
 		ep->next_ep = graveyard;
 		graveyard = ep;
@@ -238,7 +238,7 @@ static void ep_close(struct psc_ep *ep)
 	free_requests(ep);
 	psc_fab_close(&ep->fab);
 	psc_sw_close(ep);
-	psc_ring_close(ep);
+	psc_shmring_close(ep);
 	psc_fail_close(ep);
 	pthread_mutex_destroy(&ep->fail_lock);
 	pthread_mutex_destroy(&ep->src_lock);
@@ -246,7 +246,7 @@ static void ep_close(struct psc_ep *ep)
 	free(ep);
 }
 
-static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
+static int ep_open(struct psc_ep **out, const struct psc_fab_config *cfg,
 		   char *err, size_t len)
 {
 	struct psc_ep *ep = calloc(1, sizeof(*ep));
@@ -270,16 +270,8 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 		free(ep);
 		return rc;
 	}
-	rc = psc_tag_layout_init(&ep->tl, ep->fab.caps.mem_tag_format);
-	if (rc) {
-		snprintf(err, len, "provider %s offers %u tag bits; pscomm "
-			 "needs at least %d", psc_fab_provider(&ep->fab),
-			 ep->fab.caps.tag_bits, PSC_TAG_PROTO_BITS + 1 +
-			 PSC_TAG_CTX_BITS + PSC_TAG_RANK_BITS +
-			 PSC_TAG_MIN_USER_BITS);
-		ep_close(ep);
-		return rc;
-	}
+	/* Providers with too few tag bits are refused when selected. */
+	ep->tag_format = ep->fab.caps.mem_tag_format;
 	ep_limits(ep);
 	if (ep->fab.caps.sw_match && (rc = psc_sw_open(ep)) != 0) {
 		snprintf(err, len, "posting receive buffers on provider %s "
@@ -290,20 +282,20 @@ static int ep_open(struct psc_ep **out, const struct psc_ep_config *cfg,
 	}
 	if (ep->fab.caps.link == PSC_LINK_SHM && ep->fab.caps.sw_match &&
 	    ep->sw_tag_in_data && cfg->params->shm_ring &&
-	    (rc = psc_ring_open(ep)) != 0) {
+	    (rc = psc_shmring_open(ep)) != 0) {
 		snprintf(err, len, "out of memory");
 		ep_close(ep);
 		return rc;
 	}
-	psc_log(PSC_LOG_INFO, ep->fab.rank, "user tags of %u bits%s%s",
-		ep->tl.user_bits,
+	psc_log(PSC_LOG_INFO, ep->fab.rank, "%u tag bits%s%s",
+		ep->fab.caps.tag_bits,
 		ep->fab.caps.sw_match ? ", software matching" : "",
-		ep->ring ? ", first messages by shared-memory rings" : "");
+		ep->shmring ? ", first messages by shared-memory rings" : "");
 	*out = ep;
 	return 0;
 }
 
-int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
+int psc_ep_acquire(struct psc_ep **out, const struct psc_fab_config *cfg,
 		   uint32_t *ctx, char *err, size_t len)
 {
 	char key[PSC_EP_KEY_LEN];
@@ -338,10 +330,11 @@ static bool ep_pair(struct psc_ep *a, struct psc_ep *b)
 
 	if (!a->fab.caps.sw_match || !b->fab.caps.sw_match)
 		return false;
-	if (b->tl.usable_bits < a->tl.usable_bits)
-		a->tl = b->tl;
+	if (psc_tag_bits_from_format(b->tag_format) <
+	    psc_tag_bits_from_format(a->tag_format))
+		a->tag_format = b->tag_format;
 	else
-		b->tl = a->tl;
+		b->tag_format = a->tag_format;
 	pthread_mutex_lock(&eps_lock);
 	a->sh->refs++;
 	old->refs--;
@@ -357,10 +350,10 @@ static bool ep_pair(struct psc_ep *a, struct psc_ep *b)
 }
 
 /* The registry key of a pair's endpoint of role. */
-static void pair_key(const struct psc_ep_config *cfg, enum psc_ep_role role,
+static void pair_key(const struct psc_fab_config *cfg, enum psc_fab_role role,
 		     char *key, size_t len)
 {
-	struct psc_ep_config c = *cfg;
+	struct psc_fab_config c = *cfg;
 	char k[PSC_EP_KEY_LEN];
 
 	c.role = role;
@@ -370,10 +363,10 @@ static void pair_key(const struct psc_ep_config *cfg, enum psc_ep_role role,
 }
 
 /* Open an endpoint of role for a pair and register it under key. */
-static int pair_open(struct psc_ep **out, const struct psc_ep_config *cfg,
-		     enum psc_ep_role role, char *err, size_t len)
+static int pair_open(struct psc_ep **out, const struct psc_fab_config *cfg,
+		     enum psc_fab_role role, char *err, size_t len)
 {
-	struct psc_ep_config c = *cfg;
+	struct psc_fab_config c = *cfg;
 	int rc;
 
 	c.role = role;
@@ -391,7 +384,7 @@ static int pair_open(struct psc_ep **out, const struct psc_ep_config *cfg,
  * when there is none whole. Under eps_lock, so neither half can be
  * closing: an endpoint leaves the registry before it closes.
  */
-static bool find_pair(const struct psc_ep_config *cfg, struct psc_ep **net,
+static bool find_pair(const struct psc_fab_config *cfg, struct psc_ep **net,
 		      struct psc_ep **shm)
 {
 	char kn[PSC_EP_KEY_LEN], ks[PSC_EP_KEY_LEN];
@@ -415,7 +408,7 @@ static bool find_pair(const struct psc_ep_config *cfg, struct psc_ep **net,
 }
 
 int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
-			const struct psc_ep_config *cfg, uint32_t *ctx,
+			const struct psc_fab_config *cfg, uint32_t *ctx,
 			char *err, size_t len)
 {
 	char why[512];
@@ -451,7 +444,7 @@ int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
 }
 
 int psc_ep_acquire_exclusive(struct psc_ep **out,
-			     const struct psc_ep_config *cfg, char *err,
+			     const struct psc_fab_config *cfg, char *err,
 			     size_t len)
 {
 	struct psc_ep *ep;
@@ -520,9 +513,9 @@ const struct psc_caps *psc_ep_caps(const struct psc_ep *ep)
 	return &ep->fab.caps;
 }
 
-const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep)
+uint64_t psc_ep_tag_format(const struct psc_ep *ep)
 {
-	return &ep->tl;
+	return ep->tag_format;
 }
 
 size_t psc_ep_single_limit(const struct psc_ep *ep)

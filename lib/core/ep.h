@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "core/req.h"
-#include "core/tag.h"
+#include "core/source.h"
 #include "fabric/fabric.h"
 
 struct psc_ep;
@@ -33,7 +33,7 @@ struct psc_ep;
  * taken, for a communicator that keeps its id on another endpoint).
  * Returns 0, or a negative errno with a message in err.
  */
-int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
+int psc_ep_acquire(struct psc_ep **out, const struct psc_fab_config *cfg,
 		   uint32_t *ctx, char *err, size_t len);
 
 /*
@@ -43,7 +43,7 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_ep_config *cfg,
  * progress it. Its one user's context id is 0.
  */
 int psc_ep_acquire_exclusive(struct psc_ep **out,
-			     const struct psc_ep_config *cfg, char *err,
+			     const struct psc_fab_config *cfg, char *err,
 			     size_t len);
 
 /*
@@ -61,7 +61,7 @@ int psc_ep_acquire_exclusive(struct psc_ep **out,
  * neither opens the network endpoint's error with words in err.
  */
 int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
-			const struct psc_ep_config *cfg, uint32_t *ctx,
+			const struct psc_fab_config *cfg, uint32_t *ctx,
 			char *err, size_t len);
 
 /* One more hold on an open endpoint (a split communicator). */
@@ -76,8 +76,10 @@ void psc_ep_release(struct psc_ep *ep);
 /*
  * Context ids, one counter for the process's communicators on every
  * endpoint: the next free one (to agree on with peers), and moving past
- * ctx once the peers agreed.
+ * ctx once the peers agreed. Ids wrap at PSC_EP_CTX_BITS bits (the
+ * width p2p's tags give them, p2p/tag.h).
  */
+#define PSC_EP_CTX_BITS 12
 uint32_t psc_ctx_next(void);
 void psc_ctx_reserve(uint32_t ctx);
 
@@ -91,7 +93,11 @@ pthread_mutex_t *psc_ep_mutex(struct psc_ep *ep);
 
 /* What the endpoint runs with; constant while it is open. */
 const struct psc_caps *psc_ep_caps(const struct psc_ep *ep);
-const struct psc_tag_layout *psc_ep_tags(const struct psc_ep *ep);
+/*
+ * The mem_tag_format tags are made for (0: 64 bits): the provider's, or
+ * for a pair the narrower of the two, so one tag layout serves both.
+ */
+uint64_t psc_ep_tag_format(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
 const char *psc_ep_provider(const struct psc_ep *ep);
@@ -105,7 +111,7 @@ const char *psc_ep_fell_back(const struct psc_ep *ep);
  * Remove the shared-memory message rings (core/shmring.c) that process
  * pid made and no receiver mapped yet: for a node-local peer that died.
  */
-void psc_ring_remove_pid(int pid);
+void psc_shmring_remove_pid(int pid);
 uint32_t psc_ep_addr_format(const struct psc_ep *ep);
 /* This endpoint's fabric address (fi_getname) and its length. */
 const void *psc_ep_name(const struct psc_ep *ep, size_t *len);
@@ -183,19 +189,7 @@ void psc_ep_try_progress(struct psc_ep *ep);
 int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		double deadline);
 
-/*
- * Progress work of a layer above (a running collective): poll is called
- * from blocking waits and psc_ep_progress without the endpoint lock, by
- * one thread at a time, never blocks, and returns how many things moved;
- * it sets finished when it is done, and finish is then called once, after
- * it left the endpoint's list and without any lock.
- */
-struct psc_prog_src {
-	int (*poll)(struct psc_prog_src *src);
-	void (*finish)(struct psc_prog_src *src);
-	bool finished;
-	struct psc_prog_src *next;
-};
+/* Progress work of a layer above: core/source.h. */
 
 /* Append src to ep's sources: older work is polled first. */
 void psc_ep_add_source(struct psc_ep *ep, struct psc_prog_src *src);

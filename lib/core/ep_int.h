@@ -40,14 +40,14 @@ struct psc_ep {
 	struct psc_ep_shared *sh;
 	struct psc_ep *pair;
 	struct psc_fab fab;
-	struct psc_tag_layout tl;
+	uint64_t tag_format;	       /* psc_ep_tag_format */
 	struct psc_req_queue txq, rxq; /* posts deferred by EAGAIN */
 	struct ps_comm_request *live;  /* every allocated request */
 	size_t sw_eager;		   /* largest untagged payload */
 	bool sw_tag_in_data;		   /* tag in CQ data, no header */
 	uint64_t sw_dropped;		   /* malformed arrivals dropped */
 	void *sw_slab;			   /* the software-matching buffers */
-	struct psc_ring *ring;		   /* shm rings (shmring.c), or NULL */
+	struct psc_shmring *shmring;	   /* shm rings (shmring.c), or NULL */
 	size_t posted[2];	       /* sends, receives libfabric holds */
 	size_t posted_bounces;	       /* of posted[1]: bounce buffers */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
@@ -136,6 +136,14 @@ void psc_req_cancel_tree(struct ps_comm_request *r);
 #define PSC_SW_HDR 16
 #define PSC_SW_EAGER 8192
 
+/*
+ * The one first-message tag that is the core's own: a shared-memory
+ * ring's announcement (shmring.c). Software matching hands it to the
+ * rings instead of matching it; the layers above never make it (p2p's
+ * tags leave their protocol field's top value unused, p2p/tag.h).
+ */
+#define PSC_SW_CORE_TAG UINT64_MAX
+
 struct psc_sw_unexp;
 
 /*
@@ -167,7 +175,7 @@ void psc_sw_drop_unexp(struct psc_ep_shared *sh, const struct psc_ep *ep);
 void psc_sw_encode_hdr(struct ps_comm_request *r);
 /*
  * A bounce buffer b received got bytes: match it to the first fitting
- * receive or keep it (a ring announcement goes to psc_ring_accept), then
+ * receive or keep it (PSC_SW_CORE_TAG goes to psc_shmring_accept), then
  * repost b. Lock held.
  */
 void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
@@ -193,7 +201,7 @@ bool psc_sw_cancel(struct psc_ep *ep, struct ps_comm_request *r);
  * calling it again after -FI_EAGAIN reuses them. Returns 0 or an error
  * (nothing held then).
  */
-int psc_mr_req_prepare(struct psc_ep *ep, struct ps_comm_request *r,
+int psc_reqmr_prepare(struct psc_ep *ep, struct ps_comm_request *r,
 		       void **buf, void **desc);
 
 /*
@@ -201,7 +209,7 @@ int psc_mr_req_prepare(struct psc_ep *ep, struct ps_comm_request *r,
  * one flat slot when both fit, else the header in a slot and the payload
  * registered. Fills iov/desc (2 entries) and *count.
  */
-int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
+int psc_reqmr_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
 			   const void *hdr, size_t hdrlen, struct iovec *iov,
 			   void **desc, size_t *count);
 
@@ -210,53 +218,63 @@ int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
  * r->len) from its slot to r->buf, then drop r's holds. Idempotent;
  * safe on any request.
  */
-void psc_mr_req_done(struct psc_ep *ep, struct ps_comm_request *r,
+void psc_reqmr_done(struct psc_ep *ep, struct ps_comm_request *r,
 		     size_t got);
 
 /*
  * Hold [buf, buf + len) for the children of a large message parent, so
- * they pass its descriptor without lookups; dropped by psc_mr_req_done on
+ * they pass its descriptor without lookups; dropped by psc_reqmr_done on
  * the parent. No-op without ep->mr_local. Returns 0 or an error.
  */
-int psc_mr_req_hold(struct psc_ep *ep, struct ps_comm_request *parent,
+int psc_reqmr_hold(struct psc_ep *ep, struct ps_comm_request *parent,
 		    const void *buf, size_t len);
 
 /* -------------------------------------- shared-memory rings (shmring.c) */
 
-struct psc_ring;
+struct psc_shmring;
 
 /* Give ep (shm, software matching) its ring state. Returns 0/-ENOMEM. */
-int psc_ring_open(struct psc_ep *ep);
+int psc_shmring_open(struct psc_ep *ep);
 /*
  * Unmap every ring at close; a ring's name stays for its receiver when
  * it holds messages the receiver has not mapped yet.
  */
-void psc_ring_close(struct psc_ep *ep);
+void psc_shmring_close(struct psc_ep *ep);
 /*
  * Send first message r through the ring to r->addr: 0 when it is in the
  * ring (r is then done), -FI_EAGAIN when the ring is full, 1 when that
  * address has no ring (post it through libfabric). Lock held.
  */
-int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r);
+int psc_shmring_send(struct psc_ep *ep, struct ps_comm_request *r);
 /*
  * After a first message to addr went through libfabric: create the ring
- * for addr if there is none and announce it (PSC_PROTO_RING); once the
- * announcement is sent, psc_ring_send takes the next ones. Lock held.
+ * for addr if there is none and announce it (PSC_SW_CORE_TAG); once the
+ * announcement is sent, psc_shmring_send takes the next ones. Lock held.
  */
-void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr);
+void psc_shmring_offer(struct psc_ep *ep, fi_addr_t addr);
 /* An announcement arrived (len bytes at data): map that ring. Lock held. */
-void psc_ring_accept(struct psc_ep *ep, const uint8_t *data, size_t len);
+void psc_shmring_accept(struct psc_ep *ep, const uint8_t *data, size_t len);
 /*
  * Deliver what the mapped rings hold, in each ring's order, through
  * psc_sw_match. Returns how many messages. Lock held, inside progress
  * (ep->in_progress), so that no delivery polls the rings again.
  */
-int psc_ring_poll(struct psc_ep *ep);
+int psc_shmring_poll(struct psc_ep *ep);
 /*
  * Sleep at most secs, or until a sender rings one of ep's mapped rings
  * (at once when one already holds a message). Returns false, without
  * sleeping, when ep maps no ring. Takes the lock; call without it.
  */
-bool psc_ring_sleep(struct psc_ep *ep, double secs);
+bool psc_shmring_sleep(struct psc_ep *ep, double secs);
+
+/* What ep's rings are doing, for the unit suite (check_shmring.c). */
+struct psc_shmring_stats {
+	size_t tx_on;	     /* rings ep sends through */
+	size_t rx_mapped;    /* rings ep receives from */
+	unsigned tx_sleepers; /* receivers asleep on ep's rings' bells */
+	bool bell_heard;     /* a bell woke ep at least once */
+};
+/* Fill st (zeros without rings). Takes the lock. */
+void psc_shmring_stats(struct psc_ep *ep, struct psc_shmring_stats *st);
 
 #endif /* PSC_EP_INT_H */

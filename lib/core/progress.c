@@ -47,7 +47,7 @@ static ssize_t post_untagged_fab(struct psc_ep *ep, struct ps_comm_request *r,
 			return fi_injectdata(ep->fab.ep, r->buf, r->len, r->tag,
 					     r->addr);
 		if (ep->fab.mr_local &&
-		    (rc = psc_mr_req_prepare(ep, r, &buf, &desc)) != 0)
+		    (rc = psc_reqmr_prepare(ep, r, &buf, &desc)) != 0)
 			return rc;
 		return fi_senddata(ep->fab.ep, buf, r->len, desc, r->tag, r->addr,
 				   &r->fctx);
@@ -63,7 +63,7 @@ static ssize_t post_untagged_fab(struct psc_ep *ep, struct ps_comm_request *r,
 	if (ep->fab.mr_local) {
 		void *desc[2];
 		size_t n;
-		int rc = psc_mr_req_prepare_hdr(ep, r, r->scratch, PSC_SW_HDR,
+		int rc = psc_reqmr_prepare_hdr(ep, r, r->scratch, PSC_SW_HDR,
 						iov, desc, &n);
 
 		return rc ? rc : fi_sendv(ep->fab.ep, iov, desc, n, r->addr,
@@ -78,13 +78,13 @@ static ssize_t post_untagged(struct psc_ep *ep, struct ps_comm_request *r,
 {
 	ssize_t rc;
 
-	if (ep->ring && (rc = psc_ring_send(ep, r)) != 1) {
+	if (ep->shmring && (rc = psc_shmring_send(ep, r)) != 1) {
 		*injected = rc == 0;
 		return rc;
 	}
 	rc = post_untagged_fab(ep, r, injected);
-	if (rc == 0 && ep->ring)
-		psc_ring_offer(ep, r->addr);
+	if (rc == 0 && ep->shmring)
+		psc_shmring_offer(ep, r->addr);
 	return rc;
 }
 
@@ -111,7 +111,7 @@ static ssize_t post_one(struct psc_ep *ep, struct ps_comm_request *r,
 			       : fi_tinject(ep->fab.ep, r->buf, r->len, r->addr,
 					    r->tag);
 	}
-	if (ep->fab.mr_local && (rc = psc_mr_req_prepare(ep, r, &buf, &desc)) != 0)
+	if (ep->fab.mr_local && (rc = psc_reqmr_prepare(ep, r, &buf, &desc)) != 0)
 		return rc;
 	if (r->kind == PSC_REQ_BOUNCE)
 		return fi_recv(ep->fab.ep, buf, r->len, desc, r->addr, &r->fctx);
@@ -164,7 +164,7 @@ static ssize_t post_now(struct psc_ep *ep, struct ps_comm_request *r)
 	psc_prov_exit(ep);
 	/* Registrations wait with a request that waits for its post. */
 	if (rc && rc != -FI_EAGAIN)
-		psc_mr_req_done(ep, r, 0);
+		psc_reqmr_done(ep, r, 0);
 	if (rc)
 		return rc;
 	if (injected) {
@@ -292,7 +292,7 @@ static void handle_completion(struct psc_ep *ep,
 		return;
 	count_posted(ep, r, -1);
 	/* Copy a small receive out of its slot before anyone reads it. */
-	psc_mr_req_done(ep, r, ev->len);
+	psc_reqmr_done(ep, r, ev->len);
 	if (r->kind == PSC_REQ_BOUNCE)
 		psc_sw_arrival(ep, r, ev);
 	else
@@ -356,7 +356,7 @@ static void handle_cq_error(struct psc_ep *ep)
 	count_posted(ep, r, -1);
 	err = abs(e.err); /* shm reports a negative value */
 	/* A truncated receive filled its buffer; nothing else arrived. */
-	psc_mr_req_done(ep, r, err == FI_ETRUNC ? r->len : 0);
+	psc_reqmr_done(ep, r, err == FI_ETRUNC ? r->len : 0);
 	if (r->kind == PSC_REQ_BOUNCE) {
 		/* Cancelled at close, or an oversized message: keep serving. */
 		if (err != FI_ECANCELED) {
@@ -429,8 +429,8 @@ static int progress_one(struct psc_ep *ep)
 		}
 	}
 	/* After the CQ: a ring announced in it may already hold messages. */
-	if (ep->ring)
-		total += psc_ring_poll(ep);
+	if (ep->shmring)
+		total += psc_shmring_poll(ep);
 	ep->in_progress = false;
 	retry_queue(ep, &ep->txq);
 	retry_queue(ep, &ep->rxq);
@@ -540,7 +540,8 @@ static double step_secs(unsigned step)
  */
 static bool only_bells(const struct psc_ep *ep)
 {
-	return ep->ring && !sending(ep) && ep->posted[1] == ep->posted_bounces;
+	return ep->shmring && !sending(ep) &&
+	       ep->posted[1] == ep->posted_bounces;
 }
 
 /* Block briefly on the CQ's wait object, or back off. */
@@ -620,7 +621,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 	 * doubling to 1 ms); a lean wait starts after its LEAN_YIELDS yields
 	 * instead of 16, since a bell, not a yield, now brings ring messages.
 	 */
-	if (ep->ring) {
+	if (ep->shmring) {
 		unsigned step = idle - (ep->lean_wait ? LEAN_YIELDS : 16);
 		double t = step_secs(step);
 
@@ -634,7 +635,7 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		 */
 		if (step > 10 && only_bells(ep))
 			t = ms * 1e-3;
-		if (psc_ring_sleep(ep, t))
+		if (psc_shmring_sleep(ep, t))
 			return;
 	}
 	backoff(idle);

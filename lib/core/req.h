@@ -20,6 +20,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_eq.h>
 
+#include "core/handle.h"
 #include "ps_comm.h"
 
 enum psc_req_kind {
@@ -115,9 +116,6 @@ void psc_req_free(struct ps_comm_request *r);
 /* Add child to parent (lock held). */
 void psc_req_adopt(struct ps_comm_request *parent,
 		   struct ps_comm_request *child);
-/* Whether r has completed (safe without the lock). */
-bool psc_req_done(const struct ps_comm_request *r);
-
 /*
  * Record completion of r (err 0 or an internal code), propagate to its
  * parent, and free it if abandoned. Lock held.
@@ -131,39 +129,6 @@ void psc_req_complete(struct ps_comm_request *r, int err);
  */
 void psc_req_set_errmsg(struct ps_comm_request *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
-
-/*
- * Take a completed request's status and free it; *req becomes NULL.
- * When words is not NULL it receives r's malloc'd failure words, or NULL
- * when there are none; the caller frees them. Takes the lock. Returns
- * its status error (internal code).
- */
-int psc_req_reap(ps_comm_request_t *req, ps_comm_status_t *status,
-		 char **words);
-
-/*
- * Withdraw a posted send or receive and free it. Returns 0 once it is
- * gone, or -EBUSY if the provider still holds it: it is then abandoned
- * (frees itself later) and its buffer must stay valid. Takes the lock.
- */
-int psc_req_cancel(ps_comm_request_t *req);
-
-/*
- * Whether waiting on r is over: it is done, or its owner failed
- * (psc_ep_fail_owner). Needs no lock.
- */
-bool psc_req_settled(struct ps_comm_request *r);
-
-/*
- * Wait for *req until deadline (psc_now() seconds, 0 = none), driving
- * progress. On completion reap it as psc_req_reap does. When its owner
- * failed first, or the deadline passed, a GENERIC request is aborted
- * with the failure's code (-ETIMEDOUT for the deadline) and reaped with
- * its result; any other is cancelled and abandoned, and the code
- * returned, with the failure's words. *req is NULL after, in every case.
- */
-int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
-	     double deadline, char **words);
 
 void psc_queue_push(struct psc_req_queue *q, struct ps_comm_request *r);
 struct ps_comm_request *psc_queue_pop(struct psc_req_queue *q);

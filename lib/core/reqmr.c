@@ -26,7 +26,7 @@ static bool wants_slot(const struct psc_ep *ep, const struct ps_comm_request *r)
 	return r->len <= psc_mr_bounce_size(ep->fab.mr);
 }
 
-int psc_mr_req_prepare(struct psc_ep *ep, struct ps_comm_request *r,
+int psc_reqmr_prepare(struct psc_ep *ep, struct ps_comm_request *r,
 		       void **buf, void **desc)
 {
 	struct psc_mr *m;
@@ -70,7 +70,7 @@ int psc_mr_req_prepare(struct psc_ep *ep, struct ps_comm_request *r,
 	return rc;
 }
 
-int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
+int psc_reqmr_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
 			   const void *hdr, size_t hdrlen, struct iovec *iov,
 			   void **desc, size_t *count)
 {
@@ -95,7 +95,7 @@ int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
 	if (!r->mr) {
 		rc = psc_mr_acquire(ep->fab.mr, r->buf, r->len, &r->mr);
 		if (rc) {
-			psc_mr_req_done(ep, r, 0);
+			psc_reqmr_done(ep, r, 0);
 			return rc;
 		}
 	}
@@ -106,7 +106,7 @@ int psc_mr_req_prepare_hdr(struct psc_ep *ep, struct ps_comm_request *r,
 	return 0;
 }
 
-void psc_mr_req_done(struct psc_ep *ep, struct ps_comm_request *r, size_t got)
+void psc_reqmr_done(struct psc_ep *ep, struct ps_comm_request *r, size_t got)
 {
 	if (r->mr_slot) {
 		if (r->kind != PSC_REQ_SEND && got)
@@ -120,7 +120,7 @@ void psc_mr_req_done(struct psc_ep *ep, struct ps_comm_request *r, size_t got)
 	}
 }
 
-int psc_mr_req_hold(struct psc_ep *ep, struct ps_comm_request *parent,
+int psc_reqmr_hold(struct psc_ep *ep, struct ps_comm_request *parent,
 		    const void *buf, size_t len)
 {
 	if (!ep->fab.mr_local || parent->mr || len == 0)
@@ -132,7 +132,7 @@ int psc_mr_req_hold(struct psc_ep *ep, struct ps_comm_request *parent,
 int psc_ep_hold_range(struct psc_ep *ep, struct ps_comm_request *parent,
 		      const void *buf, size_t len)
 {
-	return psc_mr_req_hold(ep, parent, buf, len);
+	return psc_reqmr_hold(ep, parent, buf, len);
 }
 
 int psc_ep_mem_pin(struct psc_ep *ep, const void *buf, size_t len,

@@ -73,7 +73,7 @@ void psc_req_free(struct ps_comm_request *r)
 	}
 	live_unlink(r);
 	/* Closing with operations posted: their holds go with them. */
-	psc_mr_req_done(ep, r, 0);
+	psc_reqmr_done(ep, r, 0);
 	if (r->owns_buf) {
 		/* A cached registration must not outlive the memory. */
 		if (ep->fab.mr)
@@ -113,7 +113,7 @@ void psc_req_complete(struct ps_comm_request *r, int err)
 	    !r->status.error)
 		r->status.error = err;
 	/* Done with the buffer (a parent: with its children's range). */
-	psc_mr_req_done(r->ep, r, 0);
+	psc_reqmr_done(r->ep, r, 0);
 	req_mark_done(r);
 	if (!p)
 		goto maybe_free;
@@ -127,7 +127,7 @@ void psc_req_complete(struct ps_comm_request *r, int err)
 	if (--p->children_left > 0)
 		return;
 	r = p;
-	psc_mr_req_done(r->ep, r, 0);
+	psc_reqmr_done(r->ep, r, 0);
 	req_mark_done(r);
 maybe_free:
 	if (r->abandoned)

@@ -1,6 +1,6 @@
 /*
  * Rings in shared memory for the first messages between node-local ranks
- * on shm (ep->ring, PS_COMM_SHM_RING).
+ * on shm (ep->shmring, PS_COMM_SHM_RING).
  *
  * libfabric's shm sends a message by taking the receiver's region lock
  * and queueing a command, which the receiver's progress turns into a CQ
@@ -16,7 +16,8 @@
  *
  * One ring per sender endpoint and destination address, created by the
  * sender in /dev/shm when it first sends there. Its name travels as the
- * last first message that pair sends through libfabric (PSC_PROTO_RING);
+ * last first message that pair sends through libfabric, with the core's
+ * own tag (PSC_SW_CORE_TAG);
  * every later first message goes through the ring, so the receiver, which
  * reads a ring only after its announcement, sees them in sending order.
  * The receiver maps the ring and unlinks its name. Both sides only read
@@ -119,7 +120,7 @@ struct ring_rx {
 	uint32_t nslots, slot_size;
 };
 
-struct psc_ring {
+struct psc_shmring {
 	struct ring_tx *tx; /* indexed by fi_addr_t (an AV table) */
 	size_t ntx;
 	struct ring_rx *rx;
@@ -144,20 +145,20 @@ static struct ring_slot *slot_at(struct ring_hdr *h, uint32_t nslots,
 					    (size_t)(k % nslots) * ss);
 }
 
-int psc_ring_open(struct psc_ep *ep)
+int psc_shmring_open(struct psc_ep *ep)
 {
-	struct psc_ring *g = calloc(1, sizeof(*g));
+	struct psc_shmring *g = calloc(1, sizeof(*g));
 
 	if (!g)
 		return -ENOMEM;
 	g->cap = ep->sw_eager;
-	ep->ring = g;
+	ep->shmring = g;
 	return 0;
 }
 
-void psc_ring_close(struct psc_ep *ep)
+void psc_shmring_close(struct psc_ep *ep)
 {
-	struct psc_ring *g = ep->ring;
+	struct psc_shmring *g = ep->shmring;
 
 	if (!g)
 		return;
@@ -181,11 +182,11 @@ void psc_ring_close(struct psc_ep *ep)
 	free(g->tx);
 	free(g->rx);
 	free(g);
-	ep->ring = NULL;
+	ep->shmring = NULL;
 }
 
 /* The sender's record for addr, grown on demand; NULL if out of memory. */
-static struct ring_tx *tx_of(struct psc_ring *g, fi_addr_t addr)
+static struct ring_tx *tx_of(struct psc_shmring *g, fi_addr_t addr)
 {
 	if (addr == FI_ADDR_UNSPEC || addr > (fi_addr_t)1 << 24)
 		return NULL;
@@ -203,7 +204,7 @@ static struct ring_tx *tx_of(struct psc_ring *g, fi_addr_t addr)
 }
 
 /* Create the shared ring of t. Returns 0 or -errno. */
-static int tx_create(struct psc_ring *g, struct ring_tx *t)
+static int tx_create(struct psc_shmring *g, struct ring_tx *t)
 {
 	size_t ss = slot_size(g->cap);
 	size_t len = sizeof(struct ring_hdr) + RING_SLOTS * ss;
@@ -251,9 +252,9 @@ static void ring_bell(struct ring_hdr *h)
 	syscall(SYS_futex, &h->bell, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r)
+int psc_shmring_send(struct psc_ep *ep, struct ps_comm_request *r)
 {
-	struct psc_ring *g = ep->ring;
+	struct psc_shmring *g = ep->shmring;
 	struct ring_tx *t;
 	struct ring_slot *s;
 
@@ -279,9 +280,9 @@ int psc_ring_send(struct psc_ep *ep, struct ps_comm_request *r)
 	return 0;
 }
 
-void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr)
+void psc_shmring_offer(struct psc_ep *ep, fi_addr_t addr)
 {
-	struct psc_ring *g = ep->ring;
+	struct psc_shmring *g = ep->shmring;
 	struct ring_tx *t = tx_of(g, addr);
 	uint64_t tag;
 	ssize_t rc;
@@ -303,7 +304,7 @@ void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr)
 		}
 		t->state = TX_READY;
 	}
-	tag = psc_tag_make(&ep->tl, PSC_PROTO_RING, false, 0, 0, 0);
+	tag = PSC_SW_CORE_TAG;
 	psc_prov_enter(ep, "fi_injectdata", addr);
 	rc = fi_injectdata(ep->fab.ep, t->name, strlen(t->name) + 1, tag,
 			   addr);
@@ -313,7 +314,7 @@ void psc_ring_offer(struct psc_ep *ep, fi_addr_t addr)
 		t->state = TX_ON;
 }
 
-void psc_ring_remove_pid(int pid)
+void psc_shmring_remove_pid(int pid)
 {
 	char prefix[32];
 	struct dirent *d;
@@ -349,7 +350,7 @@ static bool valid_name(const uint8_t *data, size_t len)
 }
 
 /* Map the ring an announcement names. Returns 0 or -errno. */
-static int rx_map(struct psc_ring *g, const char *name)
+static int rx_map(struct psc_shmring *g, const char *name)
 {
 	struct ring_hdr *h;
 	uint64_t magic;
@@ -399,16 +400,16 @@ static int rx_map(struct psc_ring *g, const char *name)
 	return 0;
 }
 
-void psc_ring_accept(struct psc_ep *ep, const uint8_t *data, size_t len)
+void psc_shmring_accept(struct psc_ep *ep, const uint8_t *data, size_t len)
 {
 	int rc;
 
-	if (!ep->ring || !valid_name(data, len)) {
+	if (!ep->shmring || !valid_name(data, len)) {
 		psc_log(PSC_LOG_WARN, ep->fab.rank, "shm: dropping a malformed "
 			"ring announcement of %zu bytes", len);
 		return;
 	}
-	rc = rx_map(ep->ring, (const char *)data);
+	rc = rx_map(ep->shmring, (const char *)data);
 	if (!rc)
 		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "mapped the message ring "
 			"%s of a node-local peer", (const char *)data);
@@ -475,15 +476,15 @@ static bool bells_wait(const struct bell *b, size_t n, double secs)
 	       errno == EAGAIN;
 }
 
-bool psc_ring_sleep(struct psc_ep *ep, double secs)
+bool psc_shmring_sleep(struct psc_ep *ep, double secs)
 {
 	struct bell b[RING_WATCH_MAX];
-	struct psc_ring *g;
+	struct psc_shmring *g;
 	bool ready = false;
 	size_t n;
 
 	pthread_mutex_lock(ep->lock);
-	g = ep->ring;
+	g = ep->shmring;
 	n = g ? PSC_MIN(g->nrx, (size_t)RING_WATCH_MAX) : 0;
 	for (size_t i = 0; i < n; i++) {
 		b[i].h = g->rx[i].h;
@@ -508,9 +509,9 @@ bool psc_ring_sleep(struct psc_ep *ep, double secs)
 	return n > 0;
 }
 
-int psc_ring_poll(struct psc_ep *ep)
+int psc_shmring_poll(struct psc_ep *ep)
 {
-	struct psc_ring *g = ep->ring;
+	struct psc_shmring *g = ep->shmring;
 	int n = 0;
 
 	for (size_t i = 0; i < g->nrx; i++) {
@@ -534,4 +535,25 @@ int psc_ring_poll(struct psc_ep *ep)
 		}
 	}
 	return n;
+}
+
+void psc_shmring_stats(struct psc_ep *ep, struct psc_shmring_stats *st)
+{
+	struct psc_shmring *g;
+
+	memset(st, 0, sizeof(*st));
+	pthread_mutex_lock(ep->lock);
+	g = ep->shmring;
+	for (size_t i = 0; g && i < g->ntx; i++)
+		if (g->tx[i].state == TX_ON) {
+			st->tx_on++;
+			st->tx_sleepers += __atomic_load_n(
+				&g->tx[i].h->sleepers, __ATOMIC_SEQ_CST);
+		}
+	if (g) {
+		st->rx_mapped = g->nrx;
+		st->bell_heard = __atomic_load_n(&g->bell_heard,
+						 __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(ep->lock);
 }

@@ -216,9 +216,9 @@ void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
 			psc_log(PSC_LOG_WARN, ep->fab.rank, "dropping a malformed "
 				"message of %zu bytes (%llu so far)", ev->len,
 				(unsigned long long)ep->sw_dropped);
-	} else if (psc_tag_proto(&ep->tl, tag) == PSC_PROTO_RING) {
+	} else if (tag == PSC_SW_CORE_TAG) {
 		/* The sender's later first messages come by this ring. */
-		psc_ring_accept(ep, data, len);
+		psc_shmring_accept(ep, data, len);
 	} else {
 		psc_sw_match(ep, tag, data, len);
 	}

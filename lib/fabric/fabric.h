@@ -59,16 +59,16 @@ struct psc_fab {
 /*
  * Which providers an endpoint may use: ANY is FI_PROVIDER's choice, or
  * libfabric's first; NET the best provider between nodes (never shm), in
- * pscomm's preference order (psc_ep_select); SHM shared memory only.
+ * pscomm's preference order (psc_fab_select); SHM shared memory only.
  */
-enum psc_ep_role { PSC_ROLE_ANY, PSC_ROLE_NET, PSC_ROLE_SHM };
+enum psc_fab_role { PSC_ROLE_ANY, PSC_ROLE_NET, PSC_ROLE_SHM };
 
 /* How an endpoint is chosen and opened. */
-struct psc_ep_config {
+struct psc_fab_config {
 	const struct psc_params *params;
 	const struct psc_iface *iface; /* NULL: no IP preference */
 	int rank;
-	enum psc_ep_role role;
+	enum psc_fab_role role;
 	bool sw_match;		       /* match in software if at all possible */
 	bool poll_wait;		       /* no CQ wait object: waits yield and
 					* sleep (PS_COMM_WAIT) */
@@ -92,7 +92,7 @@ struct psc_ep_config {
  * ("nothing usable") lists the providers installed. On failure nothing
  * is left open.
  */
-int psc_fab_open(struct psc_fab *f, const struct psc_ep_config *cfg,
+int psc_fab_open(struct psc_fab *f, const struct psc_fab_config *cfg,
 		 char *err, size_t len);
 
 /*

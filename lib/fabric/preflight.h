@@ -47,7 +47,7 @@ size_t psc_preflight_universe(enum psc_universe_from *from);
  * low for a provider that pins memory, when /dev/shm is small for shm,
  * log the RoCE GID the endpoint will use (psc_preflight_roce_gid; a
  * warning only when there is something to do) and the NIC's locality
- * (nic_distance from psc_ep_select). Returns 0; a negative errno with err set is reserved
+ * (nic_distance from psc_fab_select). Returns 0; a negative errno with err set is reserved
  * for conditions that make the provider unusable.
  */
 int psc_preflight_check(const struct fi_info *info,

@@ -24,14 +24,14 @@ typedef ps_comm_info_getinfo_fn psc_getinfo_fn;
  */
 typedef int (*psc_nic_distance_fn)(const struct fi_info *info, void *arg);
 
-/* One provider selection: inputs, then what psc_ep_select found. */
+/* One provider selection: inputs, then what psc_fab_select found. */
 struct psc_select {
 	const struct psc_params *params; /* NULL: no parameter overrides */
 	const struct psc_iface *iface;	 /* NULL: no IP preference */
 	psc_nic_distance_fn distance;	 /* NULL: no locality preference */
 	void *distance_arg;
 	int rank;			 /* for log lines */
-	enum psc_ep_role role;		 /* which providers may serve */
+	enum psc_fab_role role;		 /* which providers may serve */
 	bool sw_match;			 /* software matching wanted */
 	int min_rank;			 /* role NET: skip providers ranked
 					  * before it (psc_provider_net_rank):
@@ -48,7 +48,7 @@ struct psc_select {
  * FI_ORDER_SAS (opx) and set *relaxed. Returns 0 with *list to free with
  * fi_freeinfo, or gi's negative error. Blocking only as gi is.
  */
-int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
+int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		 struct fi_info **list, bool *relaxed);
 
 /*
@@ -67,7 +67,7 @@ int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
  * s->nic_distance and s->rejects. Returns s->pick, NULL if none fits.
  * Pure: no libfabric calls, so tests run it on replayed lists.
  */
-const struct fi_info *psc_ep_select(const struct fi_info *list,
+const struct fi_info *psc_fab_select(const struct fi_info *list,
 				    struct psc_select *s);
 
 /*
@@ -75,6 +75,6 @@ const struct fi_info *psc_ep_select(const struct fi_info *list,
  * fixup_hints (prov_name NULL: any provider). Caller frees with
  * fi_freeinfo; NULL when out of memory.
  */
-struct fi_info *psc_ep_hints(const char *prov_name);
+struct fi_info *psc_fab_hints(const char *prov_name);
 
 #endif /* PSC_SELECT_H */

@@ -1,12 +1,12 @@
 /*
  * The provider sections of the fabric report. For every core provider
- * libfabric lists, it asks with the library's own query (psc_ep_query:
+ * libfabric lists, it asks with the library's own query (psc_fab_query:
  * pscomm's hints, then the FI_ORDER_SAS retry) and judges each entry with
  * the provider's profile, so the verdict is the library's: usable, with
  * the attributes that shape pscomm's path, or the reason it is not; with
  * --open it also opens and closes an endpoint on each usable provider
  * (psc_fab_try_open). Then it runs the library's selection
- * (psc_ep_select) to say which entry and NIC ps_comm_init would choose,
+ * (psc_fab_select) to say which entry and NIC ps_comm_init would choose,
  * past the providers that failed to open, as its fallback does.
  */
 #include <errno.h>
@@ -17,7 +17,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "fabric/fabric.h"
 #include "fabric/topo.h"
 #include "info/info_int.h"
@@ -396,7 +396,7 @@ static void explain_provider(const struct psc_info *cx, const char *name)
 	size_t n;
 	int rc;
 
-	rc = psc_ep_query(cx->gi, name, &list, &relaxed);
+	rc = psc_fab_query(cx->gi, name, &list, &relaxed);
 	if (rc == -ENOMEM) {
 		fprintf(cx->out, "  %-14s ?: out of memory\n", name);
 		return;
@@ -554,8 +554,8 @@ static void print_intra(const struct psc_info *cx, const char *intra,
 	bool relaxed;
 
 	if (strcmp(intra, "net") != 0 &&
-	    psc_ep_query(cx->gi, PSC_SHM_PROVIDER, &list, &relaxed) == 0)
-		shm = psc_ep_select(list, &sel);
+	    psc_fab_query(cx->gi, PSC_SHM_PROVIDER, &list, &relaxed) == 0)
+		shm = psc_fab_select(list, &sel);
 	if (shm)
 		fprintf(cx->out, "  inside a node: shm (all ranks on one node: "
 			"shm only; PS_COMM_INTRA=net sends everything over "
@@ -585,15 +585,15 @@ void psc_info_choice(const struct psc_info *cx)
 
 	if (!one)
 		sel.role = PSC_ROLE_NET;
-	if (psc_ep_query(cx->gi, NULL, &list, &relaxed) == 0)
-		pick = psc_ep_select(list, &sel);
+	if (psc_fab_query(cx->gi, NULL, &list, &relaxed) == 0)
+		pick = psc_fab_select(list, &sel);
 	/* --open: past what failed to open, as ps_comm_init falls back. */
 	while (pick && !one && open_failed(cx, pick->fabric_attr->prov_name)) {
 		psc_info_list_add(failed, sizeof(failed),
 				  pick->fabric_attr->prov_name);
 		sel.min_rank =
 			psc_provider_net_rank(pick->fabric_attr->prov_name) + 1;
-		pick = psc_ep_select(list, &sel);
+		pick = psc_fab_select(list, &sel);
 	}
 	if (pick && one && open_failed(cx, pick->fabric_attr->prov_name)) {
 		fprintf(cx->out, "\npscomm would use: nothing; %s failed to "
@@ -610,7 +610,7 @@ void psc_info_choice(const struct psc_info *cx)
 	if (pick && sel.caps.nic_local && !cx->replayed) {
 		sel.distance = psc_topo_nic_distance;
 		sel.distance_arg = psc_topo_open();
-		pick = psc_ep_select(list, &sel);
+		pick = psc_fab_select(list, &sel);
 	}
 	print_pick(cx, pick, &sel);
 	if (failed[0])

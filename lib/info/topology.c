@@ -112,7 +112,7 @@ void psc_info_topology(const struct psc_info *cx)
 		return;
 	}
 	/* The entries ps_comm_init could consider, as in the providers. */
-	if (matched && !l.list && psc_ep_query(cx->gi, NULL, &queried,
+	if (matched && !l.list && psc_fab_query(cx->gi, NULL, &queried,
 					       &relaxed) == 0)
 		l.list = queried;
 	for (const struct fi_info *i = l.list; i; i = i->next)

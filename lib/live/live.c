@@ -245,7 +245,7 @@ static void gone(struct psc_live *l, int r)
 {
 	const struct psc_provider_ops *prov;
 
-	psc_ring_remove_pid(l->peers[r].pid);
+	psc_shmring_remove_pid(l->peers[r].pid);
 
 	for (struct watch *w = l->watches; w; w = w->next) {
 		prov = psc_provider_lookup(psc_ep_provider(w->ep));

@@ -22,6 +22,7 @@
  * ones behind it. The van's messages (addressed by node, and always
  * received) keep the eager order.
  */
+#include <assert.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -30,10 +31,14 @@
 
 #include <rdma/fi_errno.h>
 
-#include "p2p/p2p.h"
+#include "p2p/chan.h"
 #include "util/copy.h"
 #include "util/log.h"
 #include "util/util.h"
+
+_Static_assert(PSC_P2P_ETRUNC == FI_ETRUNC, "p2p.h's ETRUNC is libfabric's");
+_Static_assert(PSC_TAG_CTX_BITS == PSC_EP_CTX_BITS,
+	       "a tag holds every context id the core hands out");
 
 #define LARGE_MAGIC 0x5053434du /* "PSCM": with the chunk size at +20 */
 /* Chunks of one message, at most: bounds what a header makes us post. */
@@ -98,7 +103,7 @@ static int post_chunks(struct ps_comm_request *p)
 	const struct psc_chan *ch = p->owner;
 	size_t max = (size_t)psc_be_get(p->scratch + 20, 4);
 	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
-	uint64_t ctag = psc_tag_make(ch->tl, PSC_PROTO_CONT, false, ch->ctx,
+	uint64_t ctag = psc_tag_make(&ch->tl, PSC_PROTO_CONT, false, ch->ctx,
 				     (uint32_t)p->status.source, seq);
 	int rc = 0;
 
@@ -117,7 +122,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       unsigned proto, const void *buf, size_t len,
 		       uint32_t src, uint32_t tag)
 {
-	const struct psc_tag_layout *tl = ch->tl;
+	const struct psc_tag_layout *tl = &ch->tl;
 	bool waits = psc_ep_caps(p->ep)->chunks_wait &&
 		     proto != PSC_PROTO_VAN;
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
@@ -197,7 +202,7 @@ static int send_cts(struct ps_comm_request *r, uint32_t seq)
 	if (!ch->peers || src < 0 || src >= ch->size)
 		return -EPROTO;
 	k = new_child(r, PSC_REQ_SEND, NULL, CTS_LEN,
-		      psc_tag_make(ch->tl, PSC_PROTO_CTS, false, ch->ctx,
+		      psc_tag_make(&ch->tl, PSC_PROTO_CTS, false, ch->ctx,
 				   (uint32_t)ch->rank, seq),
 		      0);
 	if (!k)
@@ -251,10 +256,14 @@ static inline int post_end(struct psc_chan *ch, struct ps_comm_request *r,
 	return rc;
 }
 
-int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
-		   unsigned proto, const void *buf, size_t len, fi_addr_t addr,
-		   uint32_t src, uint32_t tag, ps_comm_request_t *req,
-		   char *err, size_t elen)
+/*
+ * The send path, inlined into both entry points so that psc_isend (the
+ * 8-byte hot path) makes no call of its own before the post.
+ */
+static inline __attribute__((always_inline)) int
+isend_path(struct psc_chan *ch, const struct psc_path *path, unsigned proto,
+	   const void *buf, size_t len, fi_addr_t addr, uint32_t src,
+	   uint32_t tag, ps_comm_request_t *req, char *err, size_t elen)
 {
 	struct psc_ep *ep = path->ep;
 	struct ps_comm_request *r;
@@ -280,10 +289,28 @@ int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
 		r->data = len;
 		/* Finalize must know its messages left before it closes. */
 		r->no_inject = proto == PSC_PROTO_CTRL;
-		r->tag = psc_tag_make(ch->tl, proto, false, ch->ctx, src, tag);
+		r->tag = psc_tag_make(&ch->tl, proto, false, ch->ctx, src, tag);
 		rc = psc_ep_post_first(ep, r);
 	}
 	return post_end(ch, r, rc, req, err, elen);
+}
+
+int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
+		   unsigned proto, const void *buf, size_t len, fi_addr_t addr,
+		   uint32_t src, uint32_t tag, ps_comm_request_t *req,
+		   char *err, size_t elen)
+{
+	return isend_path(ch, path, proto, buf, len, addr, src, tag, req, err,
+			  elen);
+}
+
+int psc_isend(struct psc_chan *ch, unsigned proto, const void *buf,
+	      size_t len, int peer, uint32_t tag, ps_comm_request_t *req,
+	      char *err, size_t elen)
+{
+	return isend_path(ch, psc_chan_path(ch, peer), proto, buf, len,
+			  ch->peers[peer], (uint32_t)ch->rank, tag, req, err,
+			  elen);
 }
 
 int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
@@ -314,7 +341,7 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 		r->len = PSC_MIN(len, path->caps->max_msg_size);
 	}
 	r->addr = FI_ADDR_UNSPEC;
-	psc_tag_match(ch->tl, proto, ch->ctx, peer, tag, &r->tag, &r->ignore);
+	psc_tag_match(&ch->tl, proto, ch->ctx, peer, tag, &r->tag, &r->ignore);
 	rc = psc_ep_post_first(ep, r);
 	return post_end(ch, r, rc, req, err, elen);
 }
@@ -330,9 +357,16 @@ static void path_bind(struct psc_path *p, struct psc_ep *ep)
 void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep,
 		   struct psc_ep *pair)
 {
+	/*
+	 * Provider selection refused formats too narrow for the layout, and
+	 * a pair's endpoints share one format.
+	 */
+	int rc = psc_tag_layout_init(&ch->tl, psc_ep_tag_format(ep));
+
+	assert(rc == 0);
+	(void)rc;
 	ch->ep = ep;
 	ch->lock = psc_ep_mutex(ep);
-	ch->tl = psc_ep_tags(ep);
 	path_bind(&ch->path[0], ep);
 	ch->npaths = 1;
 	if (pair) {
@@ -390,7 +424,7 @@ static int post_discard(struct ps_comm_request *r, void *dst, size_t take,
 static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 {
 	struct psc_chan *ch = r->owner;
-	const struct psc_tag_layout *tl = ch->tl;
+	const struct psc_tag_layout *tl = &ch->tl;
 	/* The endpoint the header came on, where its chunks follow. */
 	const struct psc_caps *caps = psc_ep_caps(r->ep);
 	uint64_t total, ctag, ignore;
@@ -466,7 +500,7 @@ static int first_recv_complete(struct ps_comm_request *r,
 			       const struct fi_cq_tagged_entry *ev)
 {
 	const struct psc_chan *ch = r->owner;
-	const struct psc_tag_layout *tl = ch->tl;
+	const struct psc_tag_layout *tl = &ch->tl;
 	size_t got = ev->len;
 
 	r->status.source = (int)psc_tag_rank(tl, ev->tag);
@@ -494,7 +528,8 @@ static int first_recv_complete(struct ps_comm_request *r,
 /* The provider truncated the first receive: it filled the buffer. */
 static int first_recv_truncated(struct ps_comm_request *r, uint64_t tag)
 {
-	const struct psc_tag_layout *tl = ((const struct psc_chan *)r->owner)->tl;
+	const struct psc_tag_layout *tl =
+		&((const struct psc_chan *)r->owner)->tl;
 
 	if (tag) {
 		r->status.source = (int)psc_tag_rank(tl, tag);

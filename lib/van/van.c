@@ -316,7 +316,7 @@ static int van_universe(void)
 int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
-	struct psc_ep_config cfg = {.params = &v->comm.params, .rank = -1,
+	struct psc_fab_config cfg = {.params = &v->comm.params, .rank = -1,
 				     .role = PSC_ROLE_ANY};
 	struct psc_van_served what;
 	struct psc_iface iface;

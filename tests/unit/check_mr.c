@@ -419,76 +419,76 @@ START_TEST(request_paths)
 	r.kind = PSC_REQ_SEND;
 	r.buf = small;
 	r.len = sizeof(small);
-	ck_assert_int_eq(psc_mr_req_prepare(&ep, &r, &buf, &desc), 0);
+	ck_assert_int_eq(psc_reqmr_prepare(&ep, &r, &buf, &desc), 0);
 	ck_assert_ptr_nonnull(r.mr_slot);
 	ck_assert_ptr_eq(buf, r.mr_slot->buf);
 	ck_assert_ptr_eq(desc, r.mr_slot->mr->desc);
 	ck_assert_mem_eq(buf, small, sizeof(small));
-	psc_mr_req_done(&ep, &r, 0);
+	psc_reqmr_done(&ep, &r, 0);
 	ck_assert_ptr_null(r.mr_slot);
 	/* A large one from the cache; a retry takes no second hold. */
 	r.buf = big;
 	r.len = sizeof(big);
-	ck_assert_int_eq(psc_mr_req_prepare(&ep, &r, &buf, &desc), 0);
-	ck_assert_int_eq(psc_mr_req_prepare(&ep, &r, &buf, &desc), 0);
+	ck_assert_int_eq(psc_reqmr_prepare(&ep, &r, &buf, &desc), 0);
+	ck_assert_int_eq(psc_reqmr_prepare(&ep, &r, &buf, &desc), 0);
 	ck_assert_ptr_eq(buf, big);
 	ck_assert_ptr_eq(desc, r.mr->desc);
 	ck_assert_int_eq(r.mr->refs, 1);
-	psc_mr_req_done(&ep, &r, 0);
+	psc_reqmr_done(&ep, &r, 0);
 	ck_assert_ptr_null(r.mr);
 	/* A small receive lands in a slot; only what arrived is copied. */
 	memset(small, 0, sizeof(small));
 	r.kind = PSC_REQ_RECV;
 	r.buf = small;
 	r.len = sizeof(small);
-	ck_assert_int_eq(psc_mr_req_prepare(&ep, &r, &buf, &desc), 0);
+	ck_assert_int_eq(psc_reqmr_prepare(&ep, &r, &buf, &desc), 0);
 	memset(buf, 0x77, sizeof(small));
-	psc_mr_req_done(&ep, &r, 50);
+	psc_reqmr_done(&ep, &r, 50);
 	ck_assert_uint_eq(small[49], 0x77);
 	ck_assert_uint_eq(small[50], 0);
 	/* Header plus a small payload: one flat slot. */
 	r.kind = PSC_REQ_SEND;
-	ck_assert_int_eq(psc_mr_req_prepare_hdr(&ep, &r, hdr, sizeof(hdr),
+	ck_assert_int_eq(psc_reqmr_prepare_hdr(&ep, &r, hdr, sizeof(hdr),
 						iov, descs, &n), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(iov[0].iov_len, sizeof(hdr) + sizeof(small));
 	ck_assert_mem_eq(iov[0].iov_base, hdr, sizeof(hdr));
 	ck_assert_mem_eq((uint8_t *)iov[0].iov_base + sizeof(hdr), small,
 			 sizeof(small));
-	psc_mr_req_done(&ep, &r, 0);
+	psc_reqmr_done(&ep, &r, 0);
 	/* Header plus a large payload: header slot, registered payload. */
 	r.buf = big;
 	r.len = sizeof(big);
-	ck_assert_int_eq(psc_mr_req_prepare_hdr(&ep, &r, hdr, sizeof(hdr),
+	ck_assert_int_eq(psc_reqmr_prepare_hdr(&ep, &r, hdr, sizeof(hdr),
 						iov, descs, &n), 0);
 	ck_assert_uint_eq(n, 2);
 	ck_assert_uint_eq(iov[0].iov_len, sizeof(hdr));
 	ck_assert_ptr_eq(iov[1].iov_base, big);
 	ck_assert_ptr_eq(descs[1], r.mr->desc);
-	psc_mr_req_done(&ep, &r, 0);
+	psc_reqmr_done(&ep, &r, 0);
 	/* A child inside its parent's held range borrows its descriptor. */
 	memset(&parent, 0, sizeof(parent));
 	memset(&child, 0, sizeof(child));
-	ck_assert_int_eq(psc_mr_req_hold(&ep, &parent, big, sizeof(big)), 0);
+	ck_assert_int_eq(psc_reqmr_hold(&ep, &parent, big, sizeof(big)), 0);
 	child.kind = PSC_REQ_SEND;
 	child.parent = &parent;
 	child.buf = big + 4096;
 	child.len = 64;
-	ck_assert_int_eq(psc_mr_req_prepare(&ep, &child, &buf, &desc), 0);
+	ck_assert_int_eq(psc_reqmr_prepare(&ep, &child, &buf, &desc), 0);
 	ck_assert_ptr_eq(buf, child.buf);
 	ck_assert_ptr_eq(desc, parent.mr->desc);
 	ck_assert_ptr_null(child.mr);
 	ck_assert_ptr_null(child.mr_slot);
-	psc_mr_req_done(&ep, &child, 0);
-	psc_mr_req_done(&ep, &parent, 0);
+	psc_reqmr_done(&ep, &child, 0);
+	psc_reqmr_done(&ep, &parent, 0);
 	/* Inside a pinned range: that registration, even when small. */
 	ck_assert_int_eq(psc_mr_pin(ep.fab.mr, small, sizeof(small), &pin), 0);
 	r.buf = small + 10;
 	r.len = 20;
-	ck_assert_int_eq(psc_mr_req_prepare(&ep, &r, &buf, &desc), 0);
+	ck_assert_int_eq(psc_reqmr_prepare(&ep, &r, &buf, &desc), 0);
 	ck_assert_ptr_eq(r.mr, pin);
 	ck_assert_ptr_eq(buf, small + 10);
-	psc_mr_req_done(&ep, &r, 0);
+	psc_reqmr_done(&ep, &r, 0);
 	psc_mr_unpin(ep.fab.mr, pin);
 	ck_assert(!is_live(pin));
 	done(ep.fab.mr);

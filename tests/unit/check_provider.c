@@ -14,7 +14,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "provider.h"
 #include "ps_comm.h"
 #include "util/util.h"

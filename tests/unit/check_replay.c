@@ -3,9 +3,9 @@
  * every file in tests/data/fi_info/ (recorded `fi_info -v` dumps and
  * attribute sets derived from provider defaults) is parsed into real
  * fi_info lists and run through pscomm's own path: the hints
- * (psc_ep_hints), a fi_getinfo that answers from the file
- * (psc_replay_getinfo, via psc_ep_query with its FI_ORDER_SAS retry),
- * selection (psc_ep_select), the profiles' caps and the tag layout. Each
+ * (psc_fab_hints), a fi_getinfo that answers from the file
+ * (psc_replay_getinfo, via psc_fab_query with its FI_ORDER_SAS retry),
+ * selection (psc_fab_select), the profiles' caps and the tag layout. Each
  * provider's expected caps are written out below, so a profile or
  * selection change that alters them fails here. Also: the parser's
  * errors, NIC choice by locality with a fake distance, the interface
@@ -23,7 +23,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "fabric/fabric.h"
 #include "fabric/preflight.h"
 #include "fabric/select.h"
@@ -42,7 +42,7 @@
 struct expect {
 	const char *file;
 	int entries;	   /* parsed */
-	int rc;		   /* of psc_ep_query */
+	int rc;		   /* of psc_fab_query */
 	const char *prov;  /* chosen provider */
 	const char *domain; /* chosen domain */
 	unsigned tag_bits, user_bits;
@@ -122,7 +122,7 @@ START_TEST(test_replay_file)
 
 	ck_assert_int_eq(count(recorded), x->entries);
 	psc_replay_use(recorded);
-	rc = psc_ep_query(psc_replay_getinfo, NULL, &answer, &relaxed);
+	rc = psc_fab_query(psc_replay_getinfo, NULL, &answer, &relaxed);
 	ck_assert_msg(rc == x->rc, "%s: query gave %d, expected %d", x->file,
 		      rc, x->rc);
 	if (rc) {
@@ -130,7 +130,7 @@ START_TEST(test_replay_file)
 		return;
 	}
 	ck_assert_int_eq(relaxed, x->relaxed);
-	ck_assert_ptr_nonnull(psc_ep_select(answer, &sel));
+	ck_assert_ptr_nonnull(psc_fab_select(answer, &sel));
 	ck_assert_str_eq(sel.pick->fabric_attr->prov_name, x->prov);
 	ck_assert_str_eq(sel.pick->domain_attr->name, x->domain);
 	ck_assert_uint_eq(c->tag_bits, x->tag_bits);
@@ -194,7 +194,7 @@ static const char *const families[] = {
 
 START_TEST(test_hints)
 {
-	struct fi_info *h = psc_ep_hints(families[_i]);
+	struct fi_info *h = psc_fab_hints(families[_i]);
 	const int mr = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |
 		       FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 
@@ -222,7 +222,7 @@ END_TEST
 START_TEST(test_replay_mr_duties)
 {
 	struct fi_info *rec = load("verbs-ib-rxm-derived.txt"), *out = NULL;
-	struct fi_info *h = psc_ep_hints(NULL);
+	struct fi_info *h = psc_fab_hints(NULL);
 
 	psc_replay_use(rec);
 	ck_assert_int_eq(psc_replay_getinfo(PSC_FI_VERSION, NULL, NULL, 0, h,
@@ -290,7 +290,7 @@ static const struct fi_info *pick(struct fi_info *list,
 	sel->rank = -1;
 	sel->distance = fn;
 	sel->distance_arg = arg;
-	return psc_ep_select(list, sel);
+	return psc_fab_select(list, sel);
 }
 
 START_TEST(test_nic_locality)
@@ -416,29 +416,29 @@ START_TEST(test_roles)
 					  sizeof(err)), 0);
 	memset(&sel, 0, sizeof(sel));
 	sel.rank = -1;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "tcp;ofi_rxm");
 	sel.role = PSC_ROLE_NET;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "verbs;ofi_rxm");
 	/* Its profile matches in software (providers/verbs.c says why). */
 	ck_assert(sel.caps.sw_match);
 	sel.sw_match = true;
-	psc_ep_select(list, &sel);
+	psc_fab_select(list, &sel);
 	ck_assert(sel.caps.sw_match);
 	sel.role = PSC_ROLE_SHM;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "shm");
 	/* Without verbs, NET falls back to tcp; without shm, SHM has none. */
 	fi_freeinfo(list->next->next);
 	list->next->next = NULL;
 	sel.role = PSC_ROLE_NET;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "tcp;ofi_rxm");
 	fi_freeinfo(list->next);
 	list->next = NULL;
 	sel.role = PSC_ROLE_SHM;
-	ck_assert_ptr_null(psc_ep_select(list, &sel));
+	ck_assert_ptr_null(psc_fab_select(list, &sel));
 	fi_freeinfo(list);
 	/* The documented order. */
 	ck_assert_int_eq(psc_provider_net_rank("shm"), -1);
@@ -497,7 +497,7 @@ START_TEST(test_net_preferred)
 	memset(&sel, 0, sizeof(sel));
 	sel.rank = -1;
 	sel.role = PSC_ROLE_NET;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "net");
 	ck_assert(sel.caps.sw_match);
 	ck_assert(sel.caps.sw_tag_in_data);
@@ -507,7 +507,7 @@ START_TEST(test_net_preferred)
 	ck_assert_uint_eq(sel.caps.max_msg_size, 256 << 10);
 	fi_freeinfo(list->next);
 	list->next = NULL;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "tcp;ofi_rxm");
 	ck_assert(!sel.caps.chunks_wait);
 	ck_assert(!sel.caps.wait_set);
@@ -535,15 +535,15 @@ START_TEST(test_min_rank)
 	sel.rank = -1;
 	sel.role = PSC_ROLE_NET;
 	sel.min_rank = net;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "net");
 	sel.min_rank = net + 1;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->fabric_attr->prov_name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
 			 "tcp;ofi_rxm");
 	sel.min_rank = psc_provider_net_rank("tcp;ofi_rxm") + 1;
-	ck_assert_ptr_null(psc_ep_select(list, &sel));
+	ck_assert_ptr_null(psc_fab_select(list, &sel));
 	sel.role = PSC_ROLE_ANY;
-	ck_assert_ptr_nonnull(psc_ep_select(list, &sel));
+	ck_assert_ptr_nonnull(psc_fab_select(list, &sel));
 	fi_freeinfo(list);
 }
 END_TEST
@@ -565,15 +565,15 @@ START_TEST(test_ip_iface)
 	unsetenv("FI_TCP_IFACE");
 	memset(&sel, 0, sizeof(sel));
 	sel.iface = &ifc;
-	ck_assert_str_eq(psc_ep_select(list, &sel)->domain_attr->name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->domain_attr->name,
 			 "eth1");
 	ck_assert(sel.caps.ip_addressed);
 	setenv("FI_TCP_IFACE", "eth0", 1);
-	ck_assert_str_eq(psc_ep_select(list, &sel)->domain_attr->name,
+	ck_assert_str_eq(psc_fab_select(list, &sel)->domain_attr->name,
 			 "eth0");
 	unsetenv("FI_TCP_IFACE");
 	sin->sin_addr.s_addr = htonl(0x0a000909);
-	ck_assert_ptr_null(psc_ep_select(list, &sel));
+	ck_assert_ptr_null(psc_fab_select(list, &sel));
 	fi_freeinfo(list);
 }
 END_TEST
@@ -591,7 +591,7 @@ START_TEST(test_params_applied)
 	p.sw_match = 1;
 	memset(&sel, 0, sizeof(sel));
 	sel.params = &p;
-	ck_assert_ptr_nonnull(psc_ep_select(list, &sel));
+	ck_assert_ptr_nonnull(psc_fab_select(list, &sel));
 	ck_assert_uint_eq(sel.caps.max_msg_size, 8);
 	ck_assert_uint_eq(sel.caps.inject_size, 8);
 	/* FI_ASYNC_IOV wins over PS_COMM_SW_MATCH=1. */

@@ -12,7 +12,7 @@
 
 #include <check.h>
 
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "provider.h"
 #include "ps_comm.h"
 #include "util/util.h"

@@ -38,7 +38,7 @@
 #include "boot/store.h"
 #include "core/ep.h"
 #include "core/req.h"
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "fabric/fabric.h"
 #include "net/net.h"
 #include "p2p/p2p.h"
@@ -799,7 +799,7 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 		     size_t len, const char *provider)
 {
 	struct psc_params params;
-	struct psc_ep_config cfg = {.params = &params, .rank = -1,
+	struct psc_fab_config cfg = {.params = &params, .rank = -1,
 				     .role = PSC_ROLE_ANY};
 	struct psc_auth_key key;
 	struct ps_comm c;

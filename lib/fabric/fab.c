@@ -1,7 +1,7 @@
 /*
  * The fabric endpoint: hints, choosing one fi_info entry (honouring
  * FI_PROVIDER and, for IP providers, the interface chosen for this rank;
- * among NICs of the chosen provider, the nearest; psc_ep_select runs on
+ * among NICs of the chosen provider, the nearest; psc_fab_select runs on
  * any list, so tests replay recorded ones), and opening fabric, domain,
  * CQ, AV and endpoint as a staged sequence that unwinds on error.
  * Closing follows libfabric's order: endpoint, then the registrations,
@@ -24,7 +24,7 @@
 #include "util/util.h"
 
 
-struct fi_info *psc_ep_hints(const char *prov_name)
+struct fi_info *psc_fab_hints(const char *prov_name)
 {
 	struct fi_info *h = fi_allocinfo();
 
@@ -89,10 +89,10 @@ static void installed_providers(char *buf, size_t len)
 	fi_freeinfo(all);
 }
 
-int psc_ep_query(psc_getinfo_fn gi, const char *prov_name,
+int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		 struct fi_info **list, bool *relaxed)
 {
-	struct fi_info *hints = psc_ep_hints(prov_name);
+	struct fi_info *hints = psc_fab_hints(prov_name);
 	int rc;
 
 	*list = NULL;
@@ -209,7 +209,7 @@ static const struct fi_info *first_fit(const struct fi_info *list,
 	return best;
 }
 
-const struct fi_info *psc_ep_select(const struct fi_info *list,
+const struct fi_info *psc_fab_select(const struct fi_info *list,
 				    struct psc_select *s)
 {
 	const struct fi_info *first;
@@ -268,7 +268,7 @@ static int lazy_distance(const struct fi_info *info, void *arg)
  * into ep->info (a copy), with its profile, caps and preflight checks.
  * Returns 0, or -ENODATA with the reason in err.
  */
-static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
+static int fab_choose(struct psc_fab *ep, const struct psc_fab_config *cfg,
 		      const struct fi_info *list, int qrc, bool relaxed,
 		      int min_rank, char *err, size_t len)
 {
@@ -288,7 +288,7 @@ static int fab_choose(struct psc_fab *ep, const struct psc_ep_config *cfg,
 	char installed[256];
 	int rc;
 
-	pick = qrc == 0 ? psc_ep_select(list, &sel) : NULL;
+	pick = qrc == 0 ? psc_fab_select(list, &sel) : NULL;
 	psc_topo_close(topo.topo);
 	if (!pick && ep->fell_back[0]) {
 		snprintf(err, len, "no provider left to fall back to: %s",
@@ -458,7 +458,7 @@ static void explain_open_error(const struct psc_fab *ep, const char *step,
  * that the tests can make its open fail as a device that refuses would.
  */
 static bool fail_injected(const struct psc_fab *ep,
-			  const struct psc_ep_config *cfg)
+			  const struct psc_fab_config *cfg)
 {
 	const char *list = cfg->params ? cfg->params->test_fail_open : NULL;
 	const char *name = ep->info->fabric_attr->prov_name;
@@ -482,7 +482,7 @@ static bool fail_injected(const struct psc_fab *ep,
  * unwinds on error. On failure ep->info is freed, nothing is left open
  * and err says which step failed and why.
  */
-static int fab_open_entry(struct psc_fab *ep, const struct psc_ep_config *cfg,
+static int fab_open_entry(struct psc_fab *ep, const struct psc_fab_config *cfg,
 			  char *err, size_t len)
 {
 	struct fi_av_attr av_attr = {0};
@@ -600,7 +600,7 @@ static void named_no_fallback(char *err, size_t len)
 }
 
 /* Append "name: why" to ep->fell_back and say so in the log. */
-static void note_fall_back(struct psc_fab *ep, const struct psc_ep_config *cfg,
+static void note_fall_back(struct psc_fab *ep, const struct psc_fab_config *cfg,
 			   const char *name, const char *why)
 {
 	size_t u = strlen(ep->fell_back);
@@ -611,7 +611,7 @@ static void note_fall_back(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		"trying the next provider in pscomm's order", name, why);
 }
 
-int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
+int psc_fab_open(struct psc_fab *ep, const struct psc_fab_config *cfg,
 		 char *err, size_t len)
 {
 	bool fallback = cfg->role == PSC_ROLE_NET;
@@ -627,7 +627,7 @@ int psc_fab_open(struct psc_fab *ep, const struct psc_ep_config *cfg,
 		snprintf(ep->iface, sizeof(ep->iface), "%s", cfg->iface->name);
 	/* Fork safety, job UUIDs and shm's CMA must precede fi_getinfo. */
 	psc_preflight_env(cfg->params, cfg->rank, cfg->universe);
-	qrc = psc_ep_query(fi_getinfo,
+	qrc = psc_fab_query(fi_getinfo,
 			   cfg->role == PSC_ROLE_SHM ? PSC_SHM_PROVIDER : NULL,
 			   &list, &relaxed);
 	for (;;) {
@@ -658,7 +658,7 @@ int psc_fab_try_open(const struct fi_info *entry,
 		     const struct psc_params *p, int ranks, char *err,
 		     size_t len)
 {
-	struct psc_ep_config cfg = {.params = p, .rank = -1,
+	struct psc_fab_config cfg = {.params = p, .rank = -1,
 				    .role = PSC_ROLE_ANY, .universe = ranks};
 	struct psc_fab ep;
 	int rc;

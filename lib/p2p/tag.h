@@ -6,8 +6,8 @@
  * its own bits, so internal traffic never matches a user receive. Pure
  * functions.
  */
-#ifndef PSC_TAG_H
-#define PSC_TAG_H
+#ifndef PSC_P2P_TAG_H
+#define PSC_P2P_TAG_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -23,7 +23,12 @@ enum psc_proto {
 	PSC_PROTO_VAN = 3,  /* ps-lite van */
 	PSC_PROTO_CTRL = 4, /* control: finalize barrier */
 	PSC_PROTO_CTS = 5,  /* go-ahead for a large message's chunks */
-	PSC_PROTO_RING = 6, /* a shared-memory ring's name (core/shmring.c) */
+	/*
+	 * 6 and 7 are no protocol: a tag whose every bit is set is the
+	 * core's own (PSC_SW_CORE_TAG, a shm ring's announcement), and no
+	 * tag made here reaches it.
+	 */
+	PSC_PROTO_LAST = PSC_PROTO_CTS,
 };
 
 #define PSC_TAG_PROTO_BITS 3
@@ -31,6 +36,9 @@ enum psc_proto {
 #define PSC_TAG_RANK_BITS 20
 #define PSC_TAG_MIN_USER_BITS 15
 #define PSC_TAG_MAX_USER_BITS 28
+
+_Static_assert(PSC_PROTO_LAST < (1 << PSC_TAG_PROTO_BITS) - 1,
+	       "the top protocol value stays free for the core's own tag");
 
 struct psc_tag_layout {
 	unsigned usable_bits; /* from mem_tag_format */
@@ -95,4 +103,4 @@ static inline bool psc_tag_is_large(const struct psc_tag_layout *l, uint64_t t)
 	return (t & l->large_bit) != 0;
 }
 
-#endif /* PSC_TAG_H */
+#endif /* PSC_P2P_TAG_H */

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "core/tag.h"
+#include "p2p/tag.h"
 #include "provider.h"
 #include "util/util.h"
 

@@ -1,0 +1,44 @@
+/*
+ * The calls of comm/view.h that read a communicator's fields, for the
+ * layers above comm that see it opaque.
+ */
+#include "comm/comm.h"
+
+struct psc_chan *psc_comm_chan(struct ps_comm *c)
+{
+	return &c->ch;
+}
+
+int psc_comm_rank(const struct ps_comm *c)
+{
+	return c->ch.rank;
+}
+
+int psc_comm_size(const struct ps_comm *c)
+{
+	return c->ch.size;
+}
+
+const struct psc_params *psc_comm_params(const struct ps_comm *c)
+{
+	return &c->params;
+}
+
+const int *psc_comm_nodes(const struct ps_comm *c, int *nnodes,
+			  int *local_size)
+{
+	*nnodes = c->nnodes;
+	*local_size = c->local_size;
+	return c->node_of;
+}
+
+uint32_t psc_comm_next_seq(struct ps_comm *c)
+{
+	return __atomic_fetch_add(&c->coll_seq, 1, __ATOMIC_RELAXED);
+}
+
+int psc_comm_await(struct ps_comm *c, ps_comm_request_t *req,
+		   ps_comm_status_t *status, double deadline, const char *what)
+{
+	return psc_comm_wait(c, req, status, deadline, what);
+}
