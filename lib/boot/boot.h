@@ -83,6 +83,14 @@ void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p);
 
 /*
+ * The settings every rank must share, as text: the parameters that must
+ * agree (psc_params_agree_text), then each provider family's variables
+ * that must agree (psc_provider_agree_append). Written into buf, cut to
+ * len bytes, NUL-terminated.
+ */
+void psc_boot_agree_text(const struct psc_params *p, char *buf, size_t len);
+
+/*
  * The record's text form (key=value lines, a blank line, the address,
  * then the shared-memory address if any):
  * encode returns the bytes written or 0 when len is too small; decode

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "ps_comm/van.h"
+#include "provider.h"
 #include "van_int.h"
 #include "util/copy.h"
 
@@ -174,8 +175,8 @@ void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
 }
 
 /*
- * libinfinipath, which Debian's libfabric loads for its psm provider,
- * installs handlers for SIGINT, SIGTERM and the crash signals as it is
+ * Some provider libraries (psc_provider_signal_lib: libinfinipath, which
+ * Debian's libfabric loads for its psm provider) install handlers for SIGINT, SIGTERM and the crash signals as it is
  * loaded; they print a backtrace and call exit(), which runs libfabric's
  * destructors while the van's threads are still inside it (a SIGTERM
  * then crashed in libfabric). The library's own switches
@@ -198,8 +199,7 @@ static void drop_psm_handlers(void)
 						: (void *)sa.sa_handler;
 		if (fn == (void *)SIG_DFL || fn == (void *)SIG_IGN ||
 		    !dladdr(fn, &di) || !di.dli_fname ||
-		    (!strstr(di.dli_fname, "libinfinipath") &&
-		     !strstr(di.dli_fname, "libpsm")))
+		    !psc_provider_signal_lib(di.dli_fname))
 			continue;
 		memset(&sa, 0, sizeof(sa));
 		sa.sa_handler = SIG_DFL;
@@ -374,14 +374,18 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	/*
 	 * The van sends a large message's chunks without waiting for a
 	 * go-ahead (its peers are keyed by node, not by rank), which such a
-	 * provider does not keep when they arrive first.
+	 * provider does not keep when they arrive first; its profile says
+	 * what to use instead.
 	 */
-	if (psc_ep_caps(v->comm.ch.ep)->chunks_wait)
+	if (psc_ep_caps(v->comm.ch.ep)->chunks_wait) {
+		const char *advice =
+			psc_provider_lookup(v->comm.provider)->van_advice;
+
 		psc_log(PSC_LOG_WARN, -1, "van: provider %s stops a connection "
-			"behind a message that arrives before its receive; "
-			"ps-lite's large transfers ran slower over it than "
-			"over tcp;ofi_rxm (doc/pslite.md): FI_PROVIDER=tcp is "
-			"the tested choice", v->comm.provider);
+			"behind a message that arrives before its receive%s%s",
+			v->comm.provider, advice ? "; " : "",
+			advice ? advice : "");
+	}
 	return 0;
 }
 
