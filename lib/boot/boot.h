@@ -76,19 +76,13 @@ int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 
 /*
  * Fill the parts of rec that the bootstrap owns (version, settings
- * text, host name, node identity); the caller adds provider, address
- * format, context and addresses. psc_boot_exchange computes the keyed settings hash.
+ * text of the parameters, host name, node identity); the caller adds
+ * provider, address format, context and addresses, and appends the
+ * provider families' variables to the settings text (lib/boot names no
+ * provider). psc_boot_exchange computes the keyed settings hash.
  */
 void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p);
-
-/*
- * The settings every rank must share, as text: the parameters that must
- * agree (psc_params_agree_text), then each provider family's variables
- * that must agree (psc_provider_agree_append). Written into buf, cut to
- * len bytes, NUL-terminated.
- */
-void psc_boot_agree_text(const struct psc_params *p, char *buf, size_t len);
 
 /*
  * The record's text form (key=value lines, a blank line, the address,

@@ -18,7 +18,6 @@
 
 #include "boot/boot.h"
 #include "boot/store.h"
-#include "provider.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -104,18 +103,12 @@ void psc_boot_node_id(const struct psc_params *p, char *buf, size_t len)
 		 (unsigned long long)st.st_ino);
 }
 
-void psc_boot_agree_text(const struct psc_params *p, char *buf, size_t len)
-{
-	psc_params_agree_text(p, buf, len);
-	psc_provider_agree_append(buf, len);
-}
-
 void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p)
 {
 	memset(rec, 0, sizeof(*rec));
 	snprintf(rec->version, sizeof(rec->version), "%s", ps_comm_version());
-	psc_boot_agree_text(p, rec->agree, sizeof(rec->agree));
+	psc_params_agree_text(p, rec->agree, sizeof(rec->agree));
 	gethostname(rec->host, sizeof(rec->host) - 1);
 	psc_boot_node_id(p, rec->node, sizeof(rec->node));
 }

@@ -75,7 +75,7 @@ void psc_param_format(const struct psc_params *p,
  * into buf. The job key appears as "(hidden)": the handshake compares
  * keys, and the text is hashed with a keyed hash (net/auth.h) by the
  * caller. The provider families' variables join it above util
- * (psc_boot_agree_text).
+ * (lib/comm appends psc_provider_agree_append's text).
  */
 void psc_params_agree_text(const struct psc_params *p, char *buf,
 			   size_t len);
