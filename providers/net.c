@@ -88,4 +88,12 @@ const struct psc_provider_ops psc_net_ops = {
 	.derive_caps = net_derive_caps,
 	.tunables = net_tunables,
 	.iface_env = "FI_NET_IFACE",
+	/*
+	 * The van sends a large message's chunks without waiting for a
+	 * go-ahead (its peers are keyed by node, not by rank), which net does
+	 * not keep when they arrive first.
+	 */
+	.van_advice = "ps-lite's large transfers ran slower over it than "
+		      "over tcp;ofi_rxm (doc/pslite.md): FI_PROVIDER=tcp is "
+		      "the tested choice",
 };

@@ -184,6 +184,12 @@ struct psc_provider_ops {
 	void (*explain_open_error)(const struct fi_info *info,
 				   const char *step, int err, size_t universe,
 				   char *buf, size_t len);
+	/*
+	 * Advice for ps-lite users whose van runs on this family, which
+	 * serves it worse than another (a sentence part naming the tested
+	 * choice); NULL when there is none.
+	 */
+	const char *van_advice;
 };
 
 /*
@@ -243,6 +249,15 @@ bool psc_provider_filter_names(const char *item, size_t len,
  */
 const char *psc_provider_missing_hint(const char *name);
 
+/*
+ * Whether the shared object at path (as dladdr names it) is a library
+ * that a provider family loads and that installs handlers for SIGINT,
+ * SIGTERM and the crash signals as it is loaded (psm's libinfinipath and
+ * libpsm*): a program that owns its shutdown gives those signals their
+ * default action back. False for NULL.
+ */
+bool psc_provider_signal_lib(const char *path);
+
 /* libfabric's shared-memory provider, for node-local peers. */
 #define PSC_SHM_PROVIDER "shm"
 
@@ -266,6 +281,14 @@ bool psc_provider_order_optional(const char *prov_name);
  * in registry order; *n receives the count. The array is static.
  */
 const char *const *psc_provider_agree_env(size_t *n);
+
+/*
+ * Append "NAME=value;" for each variable of psc_provider_agree_env, as
+ * the environment sets it (empty when unset), to the NUL-terminated text
+ * in buf (len bytes in all). Text that does not fit is cut, still
+ * NUL-terminated.
+ */
+void psc_provider_agree_append(char *buf, size_t len);
 
 /* Usable tag bits for an output mem_tag_format (0 means 64). */
 unsigned psc_tag_bits_from_format(uint64_t fmt);

@@ -6,6 +6,7 @@
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -113,6 +114,27 @@ static const struct {
 	{"psm", "no Omni-Path or True Scale HFI (hfi1 or ib_qib driver)"},
 };
 
+/*
+ * Libraries loaded for provider families that install signal handlers
+ * as they are loaded: libinfinipath, which Debian's libfabric loads for
+ * its psm provider, and the psm libraries (libpsm_infinipath, libpsm2).
+ * tests/layering.sh reads this list as provider names.
+ */
+static const char *const provider_libs[] = {
+	"libinfinipath",
+	"libpsm",
+};
+
+bool psc_provider_signal_lib(const char *path)
+{
+	for (size_t i = 0; path && i < sizeof(provider_libs) /
+					    sizeof(provider_libs[0]);
+	     i++)
+		if (strstr(path, provider_libs[i]))
+			return true;
+	return false;
+}
+
 const char *psc_provider_missing_hint(const char *name)
 {
 	const char *hint = psc_provider_lookup(name)->missing_hint;
@@ -191,4 +213,20 @@ const char *const *psc_provider_agree_env(size_t *n)
 	pthread_once(&agree_once, collect_agree);
 	*n = agree_count;
 	return agree_vars;
+}
+
+void psc_provider_agree_append(char *buf, size_t len)
+{
+	size_t n, used = strnlen(buf, len);
+	const char *const *vars = psc_provider_agree_env(&n);
+
+	for (size_t i = 0; i < n && used + 1 < len; i++) {
+		const char *v = getenv(vars[i]);
+		int k = snprintf(buf + used, len - used, "%s=%s;", vars[i],
+				 v ? v : "");
+
+		if (k < 0)
+			break;
+		used += (size_t)k;
+	}
 }

@@ -76,8 +76,10 @@ int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 
 /*
  * Fill the parts of rec that the bootstrap owns (version, settings
- * text, host name, node identity); the caller adds provider, address
- * format, context and addresses. psc_boot_exchange computes the keyed settings hash.
+ * text of the parameters, host name, node identity); the caller adds
+ * provider, address format, context and addresses, and appends the
+ * provider families' variables to the settings text (lib/boot names no
+ * provider). psc_boot_exchange computes the keyed settings hash.
  */
 void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p);

@@ -239,6 +239,8 @@ static void my_record(const struct ps_comm *c, const struct psc_ep *shm,
 	const void *name;
 
 	psc_boot_record_init(rec, &c->params);
+	/* The families' variables that must agree join the parameters'. */
+	psc_provider_agree_append(rec->agree, sizeof(rec->agree));
 	snprintf(rec->provider, sizeof(rec->provider), "%s",
 		 psc_ep_provider(c->ch.ep));
 	snprintf(rec->addr_format, sizeof(rec->addr_format), "%u",

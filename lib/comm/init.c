@@ -20,15 +20,6 @@
 #include "util/scratch.h"
 #include "util/util.h"
 
-#define STR2(x) #x
-#define STR(x) STR2(x)
-
-const char *ps_comm_version(void)
-{
-	return STR(PS_COMM_VERSION_MAJOR) "." STR(PS_COMM_VERSION_MINOR) "."
-		STR(PS_COMM_VERSION_PATCH);
-}
-
 void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
 {
 	va_list ap;

@@ -97,6 +97,8 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 
 	*list = NULL;
 	*relaxed = false;
+	if (!gi)
+		gi = fi_getinfo;
 	if (!hints)
 		return -ENOMEM;
 	rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);

@@ -43,7 +43,7 @@ struct psc_select {
 };
 
 /*
- * Ask gi (fi_getinfo, or a replay) for entries with pscomm's hints for
+ * Ask gi (fi_getinfo when NULL, or a replay) for entries with pscomm's hints for
  * prov_name (NULL: any). When nothing matches, ask again without
  * FI_ORDER_SAS (opx) and set *relaxed. Returns 0 with *list to free with
  * fi_freeinfo, or gi's negative error. Blocking only as gi is.

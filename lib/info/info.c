@@ -190,8 +190,8 @@ static void load_context(struct psc_info *cx, FILE *out,
 	cx->verbose = o->flags & PS_COMM_INFO_VERBOSE;
 	cx->params_ok = psc_params_load(&cx->params, cx->params_err,
 					sizeof(cx->params_err)) == 0;
-	/* psc_fab_query (lib/fabric) is what calls it. */
-	cx->gi = o->getinfo ? o->getinfo : fi_getinfo;
+	/* psc_fab_query (lib/fabric) calls it, or fi_getinfo for NULL. */
+	cx->gi = o->getinfo;
 	cx->replayed = o->entries;
 	cx->replay_name = o->entries_name ? o->entries_name : "the caller";
 	cx->topo = o->flags & PS_COMM_INFO_TOPO;

@@ -14,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "provider.h"
 #include "util/param.h"
 #include "util/util.h"
 
@@ -365,8 +364,7 @@ void psc_param_format(const struct psc_params *p,
 void psc_params_agree_text(const struct psc_params *p, char *buf,
 			   size_t len)
 {
-	const char *const *agree_env;
-	size_t used = 0, n;
+	size_t used = 0;
 	char val[256];
 
 	buf[0] = '\0';
@@ -384,11 +382,5 @@ void psc_params_agree_text(const struct psc_params *p, char *buf,
 		if (strcmp(d->name, "PS_COMM_JOB_KEY") == 0)
 			snprintf(val, sizeof(val), "(hidden)");
 		PSC_APPEND(buf, len, used, "%s=%s;", d->name, val);
-	}
-	agree_env = psc_provider_agree_env(&n);
-	for (size_t i = 0; i < n; i++) {
-		const char *v = getenv(agree_env[i]);
-
-		PSC_APPEND(buf, len, used, "%s=%s;", agree_env[i], v ? v : "");
 	}
 }

@@ -71,10 +71,11 @@ void psc_param_format(const struct psc_params *p,
 		      const struct psc_param_desc *d, char *buf, size_t len);
 
 /*
- * Write "NAME=value;..." for every parameter that must agree across ranks,
- * plus every provider family's variables that must agree (agree_env), into
- * buf. The job key appears as "(hidden)": the handshake compares keys,
- * and the text is hashed with a keyed hash (net/auth.h) by the caller.
+ * Write "NAME=value;..." for every parameter that must agree across ranks
+ * into buf. The job key appears as "(hidden)": the handshake compares
+ * keys, and the text is hashed with a keyed hash (net/auth.h) by the
+ * caller. The provider families' variables join it above util
+ * (lib/comm appends psc_provider_agree_append's text).
  */
 void psc_params_agree_text(const struct psc_params *p, char *buf,
 			   size_t len);

@@ -19,7 +19,6 @@
 #include <stdint.h>
 
 #include "ps_comm/van.h"
-#include "boot/store.h"
 #include "comm/comm.h"
 #include "net/auth.h"
 #include "net/net.h"

@@ -18,10 +18,11 @@
 #include <check.h>
 
 #include "net/auth.h"
+#include "provider.h"
 #include "util/param.h"
 #include "util/util.h"
 
-/* libfabric variables that psc_params_agree_text must include. */
+/* libfabric variables that the settings text must include. */
 static const char *const rxm_vars[] = {
 	"FI_OFI_RXM_BUFFER_SIZE",
 	"FI_OFI_RXM_EAGER_LIMIT",
@@ -363,7 +364,9 @@ static uint64_t load_agree(char *buf, size_t len)
 	char err[256];
 
 	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), 0);
+	/* As lib/comm/create.c builds a rank's record. */
 	psc_params_agree_text(&p, buf, len);
+	psc_provider_agree_append(buf, len);
 	ck_assert_int_eq(psc_auth_key_load(&k, p.job_key, err, sizeof(err)),
 			 0);
 	return psc_auth_settings_hash(&k, buf);

@@ -417,6 +417,30 @@ START_TEST(test_explain_open_error)
 }
 END_TEST
 
+/* The data lib/van and lib/comm take from the registry. */
+START_TEST(test_registry_data)
+{
+	char buf[512] = "PS_COMM_X=1;";
+
+	ck_assert(psc_provider_signal_lib("/usr/lib/libinfinipath.so.4"));
+	ck_assert(psc_provider_signal_lib("/usr/lib/x/libpsm2.so.2"));
+	ck_assert(!psc_provider_signal_lib("/usr/lib/libfabric.so.1"));
+	ck_assert(!psc_provider_signal_lib(NULL));
+	ck_assert_ptr_nonnull(psc_provider_lookup("net")->van_advice);
+	ck_assert_ptr_null(psc_provider_lookup("tcp;ofi_rxm")->van_advice);
+
+	setenv("FI_OFI_RXM_EAGER_LIMIT", "4096", 1);
+	psc_provider_agree_append(buf, sizeof(buf));
+	unsetenv("FI_OFI_RXM_EAGER_LIMIT");
+	ck_assert_msg(strncmp(buf, "PS_COMM_X=1;", 12) == 0, "%s", buf);
+	ck_assert_msg(strstr(buf, ";FI_OFI_RXM_EAGER_LIMIT=4096;"), "%s", buf);
+	/* Cut, still terminated, when the room runs out. */
+	memset(buf, 0, sizeof(buf));
+	psc_provider_agree_append(buf, 8);
+	ck_assert_uint_lt(strlen(buf), 8);
+}
+END_TEST
+
 static Suite *provider_suite(void)
 {
 	Suite *s = suite_create("provider");
@@ -428,6 +452,7 @@ static Suite *provider_suite(void)
 	tcase_add_loop_test(tc, test_provider_is, 0,
 			    (int)PSC_ARRAY_SIZE(families));
 	tcase_add_test(tc, test_tag_bits);
+	tcase_add_test(tc, test_registry_data);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("accept");
