@@ -380,7 +380,10 @@ case_vankill() {
 		KV_ENV="KVSTORE_DIE_AT=$what:3" kv_start "-k 4 -s 65536 -i 1000"
 		_rig_wait_file "$RIG_DIR/g0/$KV.server.rc" 600 "${_RIG_PIDS[0]}"
 		t0=$(date +%s.%N)
-		rig_wait 1 "$KV.worker" $((PEER_TIMEOUT * 3 + 30))
+		# A worker still running at the bound: its stacks, then the kill.
+		rig_ended 1 "$KV.worker" $((PEER_TIMEOUT * 3 + 30)) ||
+			rig_stacks 1 "$KV.worker"
+		rig_wait 1 "$KV.worker" 1
 		w=$?
 		took=$(since "$t0")
 		rig_wait 0 "$KV.sched" 60
@@ -388,6 +391,7 @@ case_vankill() {
 			not_ok "server killed on a $what: the worker hung"
 			tally "$CASE" hang
 			tail -5 "$RIG_DIR/g1/$KV.worker.out" | sed 's/^/#   /'
+			head -60 "$RIG_DIR/g1/$KV.worker.stacks" | sed 's/^/#   /'
 		elif [ $w -ne 0 ] && grep -q "kvstore: node [0-9]* failed" \
 			"$RIG_DIR/g1/$KV.worker.out"; then
 			ok "server killed on a $what: worker out in $took s on $RIG_DEV"
