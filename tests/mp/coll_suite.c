@@ -1060,19 +1060,8 @@ int main(int argc, char **argv)
 		test_reductions();
 		begin("allgather and bcast");
 		test_allgather_bcast();
-		/*
-		 * PSC_TEST_SKIP=nonblocking leaves out a test that meets an
-		 * open defect on some fabric (tests/rdma/suite.sh says which),
-		 * and says so.
-		 */
-		if (getenv("PSC_TEST_SKIP") &&
-		    strstr(getenv("PSC_TEST_SKIP"), "nonblocking")) {
-			if (rank == 0)
-				printf("ok - nonblocking # SKIP PSC_TEST_SKIP\n");
-		} else {
-			begin("nonblocking");
-			test_nonblocking();
-		}
+		begin("nonblocking");
+		test_nonblocking();
 		begin("split");
 		test_split();
 		check_identical("all");

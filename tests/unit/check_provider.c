@@ -223,6 +223,41 @@ START_TEST(test_accept_matches_layout)
 }
 END_TEST
 
+/*
+ * On iWARP, verbs;ofi_rxm messages are split at rxm's SAR limit, so rxm
+ * never posts an RDMA read (siw completes a later send first, and
+ * libfabric's verbs then corrupts its send list); RoCE keeps the
+ * provider's limit.
+ */
+START_TEST(test_verbs_iwarp_sar)
+{
+	const struct psc_provider_ops *ops = psc_provider_lookup("verbs;ofi_rxm");
+	struct fi_info *i = sane_info("verbs;ofi_rxm");
+	struct psc_caps c;
+
+	unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+	unsetenv("FI_OFI_RXM_SAR_LIMIT");
+	i->fabric_attr->name = strdup("iWARP-10.77.0.0/24");
+	ops->derive_caps(i, &c);
+	ck_assert_int_eq(c.link, PSC_LINK_IWARP);
+	ck_assert_uint_eq(c.max_msg_size, 131072);
+	ck_assert_uint_eq(c.cq_data_size, 0);
+	setenv("FI_OFI_RXM_SAR_LIMIT", "262144", 1);
+	ops->derive_caps(i, &c);
+	ck_assert_uint_eq(c.max_msg_size, 262144);
+	setenv("FI_OFI_RXM_BUFFER_SIZE", "100000", 1);
+	ops->derive_caps(i, &c);
+	ck_assert_uint_eq(c.max_msg_size, 100000);
+	unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+	unsetenv("FI_OFI_RXM_SAR_LIMIT");
+	free(i->fabric_attr->name);
+	i->fabric_attr->name = strdup("IB-0xfe80000000000000");
+	ops->derive_caps(i, &c);
+	ck_assert_uint_eq(c.max_msg_size, 1ULL << 30);
+	fi_freeinfo(i);
+}
+END_TEST
+
 START_TEST(test_generic_caps)
 {
 	struct fi_info *i = sane_info("verbs;ofi_rxm");
@@ -464,6 +499,7 @@ static Suite *provider_suite(void)
 
 	tc = tcase_create("caps");
 	tcase_add_test(tc, test_generic_caps);
+	tcase_add_test(tc, test_verbs_iwarp_sar);
 	tcase_add_test(tc, test_udp_caps);
 	tcase_add_test(tc, test_tcp_shm_sockets_caps);
 	tcase_add_test(tc, test_chunk_sizes);
