@@ -51,20 +51,6 @@ static const struct psc_tunable verbs_tunables[] = {
 	{NULL, NULL},
 };
 
-/* A size variable of rxm's, or dflt when unset or malformed. */
-static unsigned long long verbs_rxm_size(const char *name,
-					 unsigned long long dflt)
-{
-	const char *v = getenv(name);
-	unsigned long long b;
-	char *end;
-
-	if (!v || !*v)
-		return dflt;
-	b = strtoull(v, &end, 10);
-	return *end || b == 0 ? dflt : b;
-}
-
 /*
  * The largest payload of a software-matched first message: rxm's eager
  * limit (FI_OFI_RXM_BUFFER_SIZE, which every rank must share, 16 KiB by
@@ -72,8 +58,15 @@ static unsigned long long verbs_rxm_size(const char *name,
  */
 static size_t verbs_rxm_eager(void)
 {
-	unsigned long long b = verbs_rxm_size("FI_OFI_RXM_BUFFER_SIZE", 16384);
+	const char *v = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	unsigned long long b = 16384;
+	char *end;
 
+	if (v && *v) {
+		b = strtoull(v, &end, 10);
+		if (*end || b == 0)
+			b = 16384;
+	}
 	/* Less pscomm's 16-byte header, with room to spare. */
 	return b > 4096 ? (size_t)b - 64 : 4032;
 }
