@@ -355,6 +355,31 @@ rig_poweroff() {
 	return 0
 }
 
+# rig_wire_ok: does each guest reach the other across the wire?  0 when
+# both answer a ping (busybox's; three tries within 8 s each way).
+rig_wire_ok() {
+	rig_run 0 30 "busybox ping -c 3 -w 8 ${RIG_IP[1]} >/dev/null" \
+		>/dev/null &&
+		rig_run 1 30 "busybox ping -c 3 -w 8 ${RIG_IP[0]} >/dev/null" \
+			>/dev/null
+}
+
+# rig_diag: what each guest's kernel said last and its interface's
+# counters, and the host's view of the wire's two sockets (a queue that
+# stays full is a guest no longer draining it), on standard output.
+rig_diag() {
+	local i
+	for i in 0 1; do
+		echo "guest $i:"
+		rig_alive "$i" || { echo "  (its qemu has exited)"; continue; }
+		rig_run "$i" 60 "dmesg | tail -20; ip -s link show eth0" 2>&1 |
+			sed 's/^/  /'
+	done
+	echo "host, the wire's sockets (Recv-Q Send-Q):"
+	ss -uanp 2>/dev/null | grep -E ":(${_RIG_PORTS[0]}|${_RIG_PORTS[1]})\b" |
+		sed 's/^/  /'
+}
+
 # rig_wire_down / rig_wire_up: cut and mend the wire between the guests
 # (nftables drops the datagrams of the two loopback ports; the guests see
 # no carrier change, as with a failed switch).  Needs root.

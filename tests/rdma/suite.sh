@@ -187,7 +187,37 @@ job_report() {
 			sed 's/^/#     /'
 	done
 	[ "$st" -eq 2 ] && tally "$CASE" hang || tally "$CASE" fail
+	wire_check
 	return 1
+}
+
+# boot_pair DEVICE: boot both guests with DEVICE and give them a fresh job
+# key; 1 when they did not come up.
+boot_pair() {
+	rig_shutdown
+	rig_boot "$1" || return 1
+	umask 077
+	head -c 32 /dev/urandom | base64 >"$RIG_DIR/g0/key"
+	cp "$RIG_DIR/g0/key" "$RIG_DIR/g1/key"
+	umask 022
+}
+
+# wire_check: after a failed job, see that the wire between the guests
+# still carries traffic.  When it does not, show each guest's kernel log
+# and counters and the host's sockets (rig_diag), note it in the table,
+# and boot the pair again, so that one dead wire fails one job and not
+# every job after it.  The failed job stays failed.
+wire_check() {
+	[ -n "${RIG_DOWN:-}" ] && return 0
+	{ rig_alive 0 && rig_alive 1; } || return 0
+	rig_wire_ok && return 0
+	echo "# the wire between the guests carries no traffic after this job:"
+	rig_diag 2>&1 | sed 's/^/#   /'
+	NOTE["$CASE $RIG_DEV"]+=" wire-died"
+	if ! boot_pair "$RIG_DEV"; then
+		not_ok "booting the guests again with $RIG_DEV"
+		REBOOT=1
+	fi
 }
 
 # job NAME SECONDS LAYOUT CMD: run one job and report it.
@@ -451,6 +481,7 @@ survivors_fail() {
 			echo "#   rank $r:"
 			tail -4 "${JOB_OUT[r]}" 2>/dev/null | sed 's/^/#     /'
 		done
+		wire_check
 	fi
 }
 
@@ -526,16 +557,11 @@ main() {
 			case $c in vankill | rankkill | wire | poweroff) n=$freps ;; esac
 			for ((rep = 1; rep <= n; rep++)); do
 				if [ "$REBOOT" = 1 ]; then
-					rig_shutdown
-					if ! rig_boot "$dev"; then
+					if ! boot_pair "$dev"; then
 						not_ok "booting the guests with $dev"
 						RIG_DEV=$dev CASE=boot tally boot fail
 						continue 3
 					fi
-					umask 077
-					head -c 32 /dev/urandom | base64 >"$RIG_DIR/g0/key"
-					cp "$RIG_DIR/g0/key" "$RIG_DIR/g1/key"
-					umask 022
 					REBOOT=0
 				fi
 				CASE=$c
@@ -549,7 +575,7 @@ main() {
 	done
 
 	{
-		echo "| case | device | checks | pass | fail | hang | open defect | fault to last survivor exit (s) |"
+		echo "| case | device | checks | pass | fail | hang | open defect | fault to last survivor exit (s); notes |"
 		echo "|---|---|---|---|---|---|---|---|"
 		for c in $cases boot; do
 			for dev in $devices; do
@@ -559,7 +585,7 @@ main() {
 				[ $((p + f + h + o)) -eq 0 ] && continue
 				t=${NOTE[$k]:-}
 				[ "$c" = vankill ] &&
-					t="push:${NOTE[vankill-push $dev]:-} pull:${NOTE[vankill-pull $dev]:-}"
+					t="push:${NOTE[vankill-push $dev]:-} pull:${NOTE[vankill-pull $dev]:-}${NOTE[$k]:-}"
 				echo "| $c | $dev | $((p + f + h + o)) | $p | $f | $h | $o | ${t# } |"
 			done
 		done
