@@ -19,10 +19,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <pthread.h>
-#include <fcntl.h>
-#include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +26,7 @@
 
 #include "boot/store.h"
 #include "net/auth.h"
+#include "net/listener.h"
 #include "net/net.h"
 #include "net/wire.h"
 #include "util/log.h"
@@ -47,8 +44,6 @@ enum { REPLY_PLAIN = 0, REPLY_RETRY = -2, REPLY_MISMATCH = -3 };
 #define PRE_MAX (PSC_AUTH_HELLO_LEN + 64)
 /* Seconds a stranger has to authenticate. */
 #define PRE_DEADLINE_S 5.0
-/* Lines about strangers: a burst of this many, then one a second. */
-#define STRANGER_LOG_BURST 5.0
 /* The binding of a store handshake: generation, rank, size. */
 #define BIND_LEN 12
 
@@ -87,6 +82,12 @@ static void bind_of(uint8_t *b, uint64_t job, int32_t rank, int32_t size)
 
 /* ----------------------------------------------------------- server */
 
+/*
+ * Rank 0's side runs on the listener (net/listener.h), which keeps
+ * strangers out: only a connection that proved the job key reaches
+ * on_authenticated, where it is admitted as the rank it claims.
+ */
+
 struct kv {
 	struct kv *next;
 	char *key;
@@ -94,86 +95,36 @@ struct kv {
 	uint32_t len;
 };
 
-enum conn_state { C_HELLO, C_PROOF, C_ADMITTED };
-
+/* A connection, as the store sees it: the listener's per-connection part. */
 struct conn {
-	int fd;
-	enum conn_state st;
+	struct psc_lsn_conn *lc;
+	bool admitted;	     /* as a rank of this job */
+	bool dropped;	     /* conn_drop ran */
 	int rank;	     /* the claim; the rank once admitted */
 	int32_t size;	     /* the claim */
 	uint64_t job;	     /* the claim */
 	bool bye;
 	bool published;	     /* it SET something: a joined rank */
-	double since;	     /* accepted at */
-	char peer[80];	     /* "addr:port" */
 	char host[64];	     /* from HELLO */
-	uint8_t hdrbuf[PSC_WIRE_HDR_LEN];
-	size_t got;	     /* bytes of header, then of payload */
-	struct psc_wire_hdr hdr;
-	bool in_payload;
-	uint8_t small[PRE_MAX]; /* a stranger's payload */
-	uint8_t *payload;    /* small, or malloc'd once admitted */
 	char *waiting;	     /* key this client waits for */
-	struct psc_auth_hs hs;
 };
 
 struct rank_slot {
 	struct conn *conn;   /* the admitted connection, or NULL */
-	bool admitted;	     /* ever */
 	bool published;	     /* ever: it joined */
-	char host[64];
 };
 
 struct server {
-	int lfd;
-	int spare;	     /* a descriptor to give up when out of them */
-	int stop_pipe[2];
+	struct psc_lsn *lsn;
 	int size;
 	uint64_t job;	     /* generation */
 	double deadline;
-	int unauth_max;
-	struct psc_auth_key key;
 	uint8_t session[PSC_AUTH_SESSION_LEN];
-	struct conn **conns;
-	size_t nconns, cap;
 	struct rank_slot *ranks;
 	struct kv *kvs;
 	int byes;
 	char abort_reason[256];
-	double log_at;	     /* when log_tokens was last topped up */
-	double log_tokens;   /* lines about strangers we may still log */
-	unsigned log_quiet;  /* ... and how many were held back since */
-	double accept_pause; /* no accept before (out of descriptors) */
-	pthread_t thread;
 };
-
-/* A line about strangers: a short burst, then at most one a second. */
-static void stranger_log(struct server *sv, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-static void stranger_log(struct server *sv, const char *fmt, ...)
-{
-	char line[400];
-	double now = psc_now();
-	va_list ap;
-
-	sv->log_tokens = PSC_MIN(STRANGER_LOG_BURST,
-				 sv->log_tokens + (now - sv->log_at));
-	sv->log_at = now;
-	if (sv->log_tokens < 1) {
-		sv->log_quiet++;
-		return;
-	}
-	sv->log_tokens -= 1;
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (sv->log_quiet)
-		psc_log(PSC_LOG_WARN, 0, "rendezvous: %s (and %u more such "
-			"events not logged)", line, sv->log_quiet);
-	else
-		psc_log(PSC_LOG_WARN, 0, "rendezvous: %s", line);
-	sv->log_quiet = 0;
-}
 
 static struct kv *kv_find(struct server *sv, const char *key)
 {
@@ -183,30 +134,29 @@ static struct kv *kv_find(struct server *sv, const char *key)
 	return NULL;
 }
 
-static void conn_close_fd(struct conn *c)
-{
-	if (c->fd >= 0)
-		close(c->fd);
-	c->fd = -1;
-}
+static void conn_drop(struct server *sv, struct conn *c);
 
 static void server_reply(struct server *sv, struct conn *c, uint16_t type,
 			 int32_t kind, const void *pay, uint32_t len)
 {
 	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION, type,
 				 sv->job, kind, 0, len};
+	uint8_t hb[PSC_WIRE_HDR_LEN];
 
 	/*
 	 * The job's business is for admitted ranks: a stranger hears its
 	 * own generation back, and no size.
 	 */
-	if (c->st == C_ADMITTED)
+	if (c->admitted)
 		h.size = sv->size;
 	else
 		h.job = c->job;
+	psc_wire_encode(&h, hb);
 	/* Replies are small; a client that does not read them is dropped. */
-	if (c->fd >= 0 && wire_send(c->fd, &h, pay, psc_now() + 5) != 0)
-		conn_close_fd(c);
+	if (psc_lsn_open_p(c->lc) &&
+	    (psc_lsn_send(c->lc, hb, sizeof(hb)) != 0 ||
+	     (len && psc_lsn_send(c->lc, pay, len) != 0)))
+		conn_drop(sv, c);
 }
 
 static void server_error(struct server *sv, struct conn *c, int32_t kind,
@@ -222,13 +172,13 @@ static void server_abort(struct server *sv, const char *reason)
 		return;
 	snprintf(sv->abort_reason, sizeof(sv->abort_reason), "%s", reason);
 	psc_log(PSC_LOG_ERROR, 0, "rendezvous aborted: %s", reason);
-	for (size_t i = 0; i < sv->nconns; i++) {
-		struct conn *c = sv->conns[i];
+	for (int r = 0; r < sv->size; r++) {
+		struct conn *c = sv->ranks[r].conn;
 
-		if (c->fd >= 0 && c->waiting) {
-			server_error(sv, c, REPLY_PLAIN, reason);
+		if (c && c->waiting) {
 			free(c->waiting);
 			c->waiting = NULL;
+			server_error(sv, c, REPLY_PLAIN, reason);
 		}
 	}
 }
@@ -244,14 +194,14 @@ static bool joined(const struct server *sv, int r)
  * for a rank that never published: then it gave up on that one (its own
  * PS_COMM_TIMEOUT), and that one is to blame.
  */
-static void conn_lost(struct server *sv, struct conn *c)
+static void conn_lost(struct server *sv, struct conn *c, const char *wait)
 {
 	char why[300], *end = NULL;
-	long v = c->waiting ? strtol(c->waiting, &end, 10) : -1;
+	long v = wait ? strtol(wait, &end, 10) : -1;
 	int r = v >= 0 && v < sv->size ? (int)v : -1;
 
-	/* c->waiting is "RANK/KEY": the rank c was waiting for. */
-	if (r >= 0 && end != c->waiting && *end == '/' && r != c->rank)
+	/* wait is "RANK/KEY": the rank c was waiting for. */
+	if (r >= 0 && end != wait && *end == '/' && r != c->rank)
 		snprintf(why, sizeof(why), "rank %d %s: rank %d (%s) gave up "
 			 "waiting for it", r,
 			 joined(sv, r) ? "died or stalled before it published "
@@ -261,170 +211,158 @@ static void conn_lost(struct server *sv, struct conn *c)
 	else
 		snprintf(why, sizeof(why), "rank %d (%s, %s) died during "
 			 "bootstrap: its rendezvous connection closed",
-			 c->rank, c->host, c->peer);
+			 c->rank, c->host, psc_lsn_peer(c->lc));
 	server_abort(sv, why);
 }
 
 /*
- * Done with c: its descriptor closes now, its memory goes at the end of
- * this poll round (server_sweep). Only a joined rank's loss aborts.
+ * Done with c: its descriptor closes now, its memory goes with the
+ * listener's next round. Only a joined rank's loss aborts.
  */
 static void conn_drop(struct server *sv, struct conn *c)
 {
-	/* An admitted connection's rank indexes sv->ranks, which exists. */
-	/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
-	if (c->st == C_ADMITTED && sv->ranks[c->rank].conn == c) {
+	char *wait = c->waiting;
+
+	if (c->dropped)
+		return;
+	c->dropped = true;
+	c->waiting = NULL;
+	psc_lsn_close(c->lc);
+	if (c->admitted && sv->ranks[c->rank].conn == c) {
 		sv->ranks[c->rank].conn = NULL;
 		if (!c->bye && c->published)
-			conn_lost(sv, c);
+			conn_lost(sv, c, wait);
 		else if (!c->bye)
 			psc_log(PSC_LOG_INFO, 0, "rendezvous: a connection "
 				"admitted as rank %d (from %s) closed before it "
 				"published; the rank may join again", c->rank,
-				c->peer);
+				psc_lsn_peer(c->lc));
 	}
-	conn_close_fd(c);
-	if (c->payload != c->small)
-		free(c->payload);
-	c->payload = NULL;
-	free(c->waiting);
-	c->waiting = NULL;
+	free(wait);
 }
 
-/* Free the entries of closed connections (between poll rounds). */
-static void server_sweep(struct server *sv)
-{
-	size_t j = 0;
-
-	for (size_t i = 0; i < sv->nconns; i++) {
-		struct conn *c = sv->conns[i];
-
-		if (c->fd >= 0) {
-			sv->conns[j++] = c;
-			continue;
-		}
-		conn_drop(sv, c);
-		memset(&c->hs, 0, sizeof(c->hs));
-		free(c);
-	}
-	sv->nconns = j;
-}
-
-/* Refuse a connection's message: log it, tell the peer, close. */
+/* Refuse a rank's message or claim: log it, tell the peer, close. */
 static void conn_refuse(struct server *sv, struct conn *c, int32_t kind,
 			const char *why)
 {
 	char msg[400];
 
 	snprintf(msg, sizeof(msg), "rendezvous at rank 0 refused %s: %s",
-		 c->st == C_ADMITTED ? "a rank's message" : "a connection",
-		 why);
-	if (c->st == C_ADMITTED)
-		psc_log(PSC_LOG_ERROR, 0, "refusing message from %s (rank %d): "
-			"%s", c->peer, c->rank, why);
-	else
-		stranger_log(sv, "refusing message from %s: %s", c->peer, why);
+		 c->admitted ? "a rank's message" : "a connection", why);
+	psc_log(c->admitted ? PSC_LOG_ERROR : PSC_LOG_WARN, 0, "refusing "
+		"message from %s (rank %d): %s", psc_lsn_peer(c->lc), c->rank,
+		why);
 	server_error(sv, c, kind, msg);
 	conn_drop(sv, c);
 }
 
-/* A stranger goes without a word: nothing it could learn from. */
-static void stranger_drop(struct server *sv, struct conn *c, const char *why)
+/* ops.on_refuse: a bad frame or a bad proof gets a word, then goes. */
+static void st_refuse(void *arg, struct psc_lsn_conn *lc, int err,
+		      const char *why)
 {
-	stranger_log(sv, "dropped a connection from %s: %s", c->peer, why);
-	conn_drop(sv, c);
-}
+	struct conn *c = psc_lsn_priv(lc);
+	char msg[400];
 
-static void handle_hello(struct server *sv, struct conn *c)
-{
-	const struct psc_wire_hdr *h = &c->hdr;
-	uint8_t bind[BIND_LEN], chal[PSC_AUTH_CHAL_LEN];
-	size_t hl;
-
-	if (c->st != C_HELLO || h->len < PSC_AUTH_HELLO_LEN) {
-		stranger_drop(sv, c, c->st != C_HELLO ? "second HELLO"
-						      : "HELLO without a nonce");
+	c->lc = lc;
+	if (err == -EACCES) {
+		server_error(arg, c, REPLY_MISMATCH, "authentication failed");
 		return;
 	}
-	c->rank = h->rank;
-	c->size = h->size;
-	c->job = h->job;
-	bind_of(bind, h->job, h->rank, h->size);
-	psc_auth_server_chal(&c->hs, &sv->key, PSC_AUTH_STORE, bind,
-			     sizeof(bind), c->payload, PSC_AUTH_HELLO_LEN,
-			     sv->session, chal);
+	if (c->admitted)
+		psc_log(PSC_LOG_ERROR, 0, "refusing message from %s (rank "
+			"%d): %s", psc_lsn_peer(lc), c->rank, why);
+	snprintf(msg, sizeof(msg), "rendezvous at rank 0 refused %s: %s",
+		 c->admitted ? "a rank's message" : "a connection", why);
+	server_error(arg, c, REPLY_PLAIN, msg);
+}
+
+/* ops.on_hello: note the claim (generation, rank, size, host). */
+static int st_hello(void *arg, struct psc_lsn_conn *lc,
+		    const struct psc_lsn_frame *f, uint8_t *bind,
+		    size_t *bindlen, uint8_t *session)
+{
+	struct server *sv = arg;
+	struct conn *c = psc_lsn_priv(lc);
+	size_t hl = PSC_MIN(f->plen - PSC_AUTH_HELLO_LEN, sizeof(c->host) - 1);
+
+	c->lc = lc;
+	c->rank = f->rank;
+	c->size = f->size;
+	c->job = f->job;
 	/* The host name is for messages: printable characters only. */
-	hl = PSC_MIN((size_t)h->len - PSC_AUTH_HELLO_LEN, sizeof(c->host) - 1);
 	for (size_t i = 0; i < hl; i++) {
-		unsigned char ch = c->payload[PSC_AUTH_HELLO_LEN + i];
+		unsigned char ch = f->pl[PSC_AUTH_HELLO_LEN + i];
 
 		c->host[i] = (char)(ch > ' ' && ch < 127 ? ch : '?');
 	}
 	c->host[hl] = '\0';
-	c->st = C_PROOF;
-	server_reply(sv, c, PSC_WIRE_CHAL, REPLY_PLAIN, chal, sizeof(chal));
+	bind_of(bind, f->job, f->rank, f->size);
+	*bindlen = BIND_LEN;
+	memcpy(session, sv->session, PSC_AUTH_SESSION_LEN);
+	return 0;
 }
 
-static void handle_proof(struct server *sv, struct conn *c)
+/* ops.encode_chal: CHAL in the wire format, with the stranger's job. */
+static size_t st_chal(const struct psc_lsn_frame *hello, const uint8_t *chal,
+		      size_t clen, uint8_t *out, size_t room)
 {
-	const struct psc_wire_hdr *h = &c->hdr;
+	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
+				 PSC_WIRE_CHAL, hello->job, REPLY_PLAIN, 0,
+				 (uint32_t)clen};
+
+	if (PSC_WIRE_HDR_LEN + clen > room)
+		return 0;
+	psc_wire_encode(&h, out);
+	memcpy(out + PSC_WIRE_HDR_LEN, chal, clen);
+	return PSC_WIRE_HDR_LEN + clen;
+}
+
+/* ops.on_authenticated: one of ours, which may now hear details. */
+static int st_admit(void *arg, struct psc_lsn_conn *lc,
+		    const struct psc_lsn_frame *proof)
+{
+	struct server *sv = arg;
+	struct conn *c = psc_lsn_priv(lc);
 	char why[256];
 
-	if (c->st != C_PROOF || h->job != c->job || h->rank != c->rank ||
-	    h->size != c->size) {
-		stranger_drop(sv, c, "PROOF out of turn");
-		return;
-	}
-	if (psc_auth_server_check(&c->hs, c->payload, h->len) != 0) {
-		stranger_log(sv, "refusing a connection from %s: it does not "
-			     "know this job's PS_COMM_JOB_KEY (a foreign job, "
-			     "or a stranger)", c->peer);
-		server_error(sv, c, REPLY_MISMATCH, "authentication failed");
-		conn_drop(sv, c);
-		return;
-	}
-	/* It knows the key: one of ours, which may now hear details. */
 	if (c->job != sv->job) {
 		/* A later communicator of the same job: it must wait. */
 		server_reply(sv, c, PSC_WIRE_ERROR, REPLY_RETRY, NULL, 0);
-		conn_drop(sv, c);
-		return;
+		return -EAGAIN;
 	}
-	if (c->size != sv->size) {
+	if (c->size != sv->size)
 		snprintf(why, sizeof(why), "this root serves a job of %d "
-			 "ranks, but %s claims size %d", sv->size, c->peer,
-			 c->size);
-		conn_refuse(sv, c, REPLY_MISMATCH, why);
-		return;
-	}
-	if (c->rank < 0 || c->rank >= sv->size) {
+			 "ranks, but %s claims size %d", sv->size,
+			 psc_lsn_peer(lc), c->size);
+	else if (c->rank < 0 || c->rank >= sv->size)
 		snprintf(why, sizeof(why), "rank %d out of range 0..%d",
 			 c->rank, sv->size - 1);
-		conn_refuse(sv, c, REPLY_PLAIN, why);
-		return;
-	}
-	if (sv->ranks[c->rank].conn) {
+	else if (sv->ranks[c->rank].conn)
 		snprintf(why, sizeof(why), "rank %d joined twice (already "
-			 "from %s)", c->rank, sv->ranks[c->rank].conn->peer);
-		conn_refuse(sv, c, REPLY_PLAIN, why);
-		return;
+			 "from %s)", c->rank,
+			 psc_lsn_peer(sv->ranks[c->rank].conn->lc));
+	else
+		why[0] = '\0';
+	if (why[0]) {
+		conn_refuse(sv, c, c->size != sv->size ? REPLY_MISMATCH
+						       : REPLY_PLAIN, why);
+		return -EBADE;
 	}
-	c->st = C_ADMITTED;
+	c->admitted = true;
 	sv->ranks[c->rank].conn = c;
-	sv->ranks[c->rank].admitted = true;
-	snprintf(sv->ranks[c->rank].host, sizeof(sv->ranks[c->rank].host),
-		 "%s", c->host);
 	server_reply(sv, c, PSC_WIRE_OK, REPLY_PLAIN, NULL, 0);
+	return 0;
 }
 
-static void handle_set(struct server *sv, struct conn *c)
+static void handle_set(struct server *sv, struct conn *c,
+		       const struct psc_lsn_frame *f)
 {
-	const char *key = (const char *)c->payload;
-	size_t klen = key ? strnlen(key, c->hdr.len) : 0;
+	const char *key = (const char *)f->pl;
+	size_t klen = key ? strnlen(key, f->plen) : 0;
 	char full[300];
 	struct kv *k;
 
-	if (!key || klen == c->hdr.len || klen == 0 || klen > 200) {
+	if (!key || klen == f->plen || klen == 0 || klen > 200) {
 		conn_refuse(sv, c, REPLY_PLAIN, "SET without a valid key");
 		return;
 	}
@@ -441,7 +379,7 @@ static void handle_set(struct server *sv, struct conn *c)
 		sv->kvs = k;
 	}
 	free(k->val);
-	k->len = (uint32_t)(c->hdr.len - klen - 1);
+	k->len = (uint32_t)(f->plen - klen - 1);
 	k->val = malloc(k->len ? k->len : 1);
 	if (!k->val) {
 		k->len = 0;
@@ -453,72 +391,68 @@ static void handle_set(struct server *sv, struct conn *c)
 	sv->ranks[c->rank].published = true;
 	server_reply(sv, c, PSC_WIRE_OK, REPLY_PLAIN, NULL, 0);
 	/* Wake the clients that wait for this key. */
-	for (size_t i = 0; i < sv->nconns; i++) {
-		struct conn *w = sv->conns[i];
+	for (int r = 0; r < sv->size; r++) {
+		struct conn *w = sv->ranks[r].conn;
 
-		if (w->fd >= 0 && w->waiting && strcmp(w->waiting, full) == 0) {
-			server_reply(sv, w, PSC_WIRE_VALUE, REPLY_PLAIN, k->val, k->len);
+		if (w && w->waiting && strcmp(w->waiting, full) == 0) {
 			free(w->waiting);
 			w->waiting = NULL;
+			server_reply(sv, w, PSC_WIRE_VALUE, REPLY_PLAIN, k->val,
+				     k->len);
 		}
 	}
 }
 
-static void handle_get(struct server *sv, struct conn *c)
+static void handle_get(struct server *sv, struct conn *c,
+		       const struct psc_lsn_frame *f)
 {
 	struct kv *k;
 
-	if (!c->payload || c->hdr.len == 0 || c->hdr.len > 300 ||
-	    memchr(c->payload, '\0', c->hdr.len) != NULL) {
+	if (f->plen == 0 || f->plen > 300 ||
+	    memchr(f->pl, '\0', f->plen) != NULL) {
 		conn_refuse(sv, c, REPLY_PLAIN, "GET without a valid key");
 		return;
 	}
 	free(c->waiting);
-	c->waiting = strndup((char *)c->payload, c->hdr.len);
+	c->waiting = strndup((const char *)f->pl, f->plen);
 	if (!c->waiting) {
 		server_error(sv, c, REPLY_PLAIN, "rendezvous out of memory");
 		return;
 	}
 	k = kv_find(sv, c->waiting);
 	if (k) {
-		server_reply(sv, c, PSC_WIRE_VALUE, REPLY_PLAIN, k->val, k->len);
 		free(c->waiting);
 		c->waiting = NULL;
+		server_reply(sv, c, PSC_WIRE_VALUE, REPLY_PLAIN, k->val,
+			     k->len);
 	}
 }
 
-/* Dispatch one complete message. */
-static void handle_msg(struct server *sv, struct conn *c)
+/* ops.on_frame: one message of an admitted rank. */
+static int st_frame(void *arg, struct psc_lsn_conn *lc,
+		    const struct psc_lsn_frame *f)
 {
-	const struct psc_wire_hdr *h = &c->hdr;
+	struct server *sv = arg;
+	struct conn *c = psc_lsn_priv(lc);
 	char why[160];
 
-	if (c->st != C_ADMITTED) {
-		if (h->type == PSC_WIRE_HELLO)
-			handle_hello(sv, c);
-		else if (h->type == PSC_WIRE_PROOF)
-			handle_proof(sv, c);
-		else
-			stranger_drop(sv, c, "a request before authenticating");
-		return;
-	}
-	if (h->rank != c->rank || h->job != sv->job || h->size != sv->size) {
+	if (f->rank != c->rank || f->job != sv->job || f->size != sv->size) {
 		snprintf(why, sizeof(why), "header says rank %d size %d, "
-			 "connection joined as rank %d", h->rank, h->size,
+			 "connection joined as rank %d", f->rank, f->size,
 			 c->rank);
 		conn_refuse(sv, c, REPLY_PLAIN, why);
-		return;
+		return 0;
 	}
 	if (sv->abort_reason[0]) {
 		server_error(sv, c, REPLY_PLAIN, sv->abort_reason);
-		return;
+		return 0;
 	}
-	switch (h->type) {
+	switch (f->type) {
 	case PSC_WIRE_SET:
-		handle_set(sv, c);
+		handle_set(sv, c, f);
 		break;
 	case PSC_WIRE_GET:
-		handle_get(sv, c);
+		handle_get(sv, c, f);
 		break;
 	case PSC_WIRE_BYE:
 		if (!c->bye) {
@@ -529,167 +463,16 @@ static void handle_msg(struct server *sv, struct conn *c)
 		break;
 	default:
 		snprintf(why, sizeof(why), "unexpected message type %u",
-			 h->type);
+			 f->type);
 		conn_refuse(sv, c, REPLY_PLAIN, why);
 	}
+	return 0;
 }
 
-/* A header arrived: check it and find room for its payload. */
-static bool conn_header(struct server *sv, struct conn *c)
+/* ops.on_close: the listener lost an admitted connection. */
+static void st_close(void *arg, struct psc_lsn_conn *lc, int err)
 {
-	char why[200];
-
-	if (psc_wire_decode(c->hdrbuf, &c->hdr, why, sizeof(why)) != 0) {
-		conn_refuse(sv, c, REPLY_PLAIN, why);
-		return false;
-	}
-	if (c->payload != c->small)
-		free(c->payload);
-	c->payload = NULL;
-	if (!c->hdr.len)
-		return true;
-	if (c->st != C_ADMITTED) {
-		/* A stranger's message fits a few bytes, never more. */
-		if (c->hdr.len > PRE_MAX) {
-			snprintf(why, sizeof(why), "oversized message: %u "
-				 "bytes before authentication (limit %u)",
-				 c->hdr.len, (unsigned)PRE_MAX);
-			conn_refuse(sv, c, REPLY_PLAIN, why);
-			return false;
-		}
-		c->payload = c->small;
-	} else if (!(c->payload = malloc(c->hdr.len))) {
-		conn_refuse(sv, c, REPLY_PLAIN, "out of memory");
-		return false;
-	}
-	c->in_payload = true;
-	return true;
-}
-
-/* Read what is available on c; handle complete messages. */
-static void conn_read(struct server *sv, struct conn *c)
-{
-	for (;;) {
-		size_t want = c->in_payload ? c->hdr.len : PSC_WIRE_HDR_LEN;
-		uint8_t *dst = c->in_payload ? c->payload : c->hdrbuf;
-		ssize_t n;
-
-		n = recv(c->fd, dst + c->got, want - c->got, MSG_DONTWAIT);
-		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
-			/* A client that found our CHAL wrong just leaves. */
-			if (c->st == C_PROOF)
-				stranger_log(sv, "%s left during the handshake: "
-					     "a foreign job, or a client with "
-					     "another PS_COMM_JOB_KEY", c->peer);
-			conn_drop(sv, c);
-			return;
-		}
-		if (n < 0)
-			return;
-		c->got += (size_t)n;
-		if (c->got < want)
-			continue;
-		c->got = 0;
-		if (!c->in_payload) {
-			if (!conn_header(sv, c))
-				return;
-			if (c->in_payload)
-				continue;
-		}
-		c->in_payload = false;
-		handle_msg(sv, c);
-		if (c->fd < 0)
-			return;
-	}
-}
-
-/* Strangers at once, and the oldest of them. */
-static size_t strangers(const struct server *sv, struct conn **oldest)
-{
-	size_t n = 0;
-
-	*oldest = NULL;
-	for (size_t i = 0; i < sv->nconns; i++) {
-		struct conn *c = sv->conns[i];
-
-		if (c->fd < 0 || c->st == C_ADMITTED)
-			continue;
-		n++;
-		if (!*oldest || c->since < (*oldest)->since)
-			*oldest = c;
-	}
-	return n;
-}
-
-static void server_accept(struct server *sv)
-{
-	struct sockaddr_storage ss;
-	socklen_t sl = sizeof(ss);
-	struct conn *c, *old;
-	int fd = accept4(sv->lfd, (struct sockaddr *)&ss, &sl,
-			 SOCK_CLOEXEC | SOCK_NONBLOCK);
-
-	if (fd < 0 && (errno == EMFILE || errno == ENFILE)) {
-		/*
-		 * Out of descriptors: make room by dropping the oldest
-		 * stranger, or take the connection on the spare descriptor
-		 * and close it, so the listener does not stay readable.
-		 */
-		if (strangers(sv, &old) > 0) {
-			stranger_drop(sv, old, "out of descriptors; dropped "
-				      "the oldest unauthenticated connection");
-		} else if (sv->spare >= 0) {
-			close(sv->spare);
-			fd = accept4(sv->lfd, NULL, NULL, SOCK_CLOEXEC);
-			if (fd >= 0)
-				close(fd);
-			sv->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
-			stranger_log(sv, "out of descriptors: refused a "
-				     "connection");
-		}
-		sv->accept_pause = psc_now() + 0.05;
-		return;
-	}
-	if (fd < 0)
-		return;
-	if (strangers(sv, &old) >= (size_t)sv->unauth_max && old)
-		stranger_drop(sv, old, "more than PS_COMM_UNAUTH_MAX "
-			      "connections are unauthenticated: dropped the "
-			      "oldest");
-	if (sv->nconns == sv->cap) {
-		size_t cap = sv->cap ? 2 * sv->cap : 16;
-		struct conn **grown = realloc(sv->conns,
-					      cap * sizeof(struct conn *));
-
-		if (!grown) {
-			close(fd);
-			return;
-		}
-		sv->conns = grown;
-		sv->cap = cap;
-	}
-	c = calloc(1, sizeof(*c));
-	if (!c) {
-		close(fd);
-		return;
-	}
-	c->fd = fd;
-	c->rank = -1;
-	c->since = psc_now();
-	psc_sockaddr_str((struct sockaddr *)&ss, c->peer, sizeof(c->peer));
-	sv->conns[sv->nconns++] = c;
-}
-
-/* Strangers that took too long to authenticate go. */
-static void server_expire(struct server *sv, double now)
-{
-	for (size_t i = 0; i < sv->nconns; i++) {
-		struct conn *c = sv->conns[i];
-
-		if (c->fd >= 0 && c->st != C_ADMITTED &&
-		    now - c->since > PRE_DEADLINE_S)
-			stranger_drop(sv, c, "did not authenticate in time");
-	}
+	conn_drop(arg, psc_lsn_priv(lc));
 }
 
 /* The deadline passed: tell the waiting ranks who never came. */
@@ -713,60 +496,66 @@ static void missing_abort(struct server *sv)
 	server_abort(sv, why);
 }
 
-static void *server_main(void *arg)
+/* ops.on_tick: the server ends once every rank said goodbye. */
+static bool st_tick(void *arg, double now)
 {
 	struct server *sv = arg;
-	struct pollfd *p = NULL;
-	size_t pcap = 0;
 
-	while (sv->byes < sv->size && psc_now() < sv->deadline) {
-		size_t n = sv->nconns;
-		bool listen_now = psc_now() >= sv->accept_pause;
-
-		if (n + 2 > pcap) {
-			struct pollfd *grown = realloc(p, (n + 2) * 2 *
-							      sizeof(*p));
-
-			if (!grown)
-				break;
-			p = grown;
-			pcap = (n + 2) * 2;
-		}
-		/* Every entry is an open descriptor: nfds stays valid. p
-		 * is never NULL here: pcap starts at 0 < n + 2. */
-		/* NOLINTNEXTLINE(clang-analyzer-core.NullDereference) */
-		p[0] = (struct pollfd){.fd = listen_now ? sv->lfd : -1,
-				       .events = POLLIN};
-		p[1] = (struct pollfd){.fd = sv->stop_pipe[0], .events = POLLIN};
-		for (size_t i = 0; i < n; i++)
-			p[i + 2] = (struct pollfd){.fd = sv->conns[i]->fd,
-						   .events = POLLIN};
-		if (poll(p, n + 2, listen_now ? 200 : 50) > 0) {
-			if (p[1].revents)
-				break;
-			for (size_t i = 0; i < n; i++)
-				if (p[i + 2].revents && sv->conns[i]->fd >= 0)
-					conn_read(sv, sv->conns[i]);
-			if (p[0].revents)
-				server_accept(sv);
-		}
-		server_expire(sv, psc_now());
-		server_sweep(sv);
-	}
-	free(p);
-	if (sv->byes < sv->size && psc_now() >= sv->deadline)
-		missing_abort(sv);
-	return NULL;
+	if (sv->byes >= sv->size)
+		return true;
+	if (now < sv->deadline)
+		return false;
+	missing_abort(sv);
+	return true;
 }
+
+/* ops.decode: the wire header, and the frame it announces. */
+static long st_decode(const uint8_t *buf, size_t len, struct psc_lsn_frame *f,
+		      char *why, size_t wlen)
+{
+	struct psc_wire_hdr h;
+
+	if (len < PSC_WIRE_HDR_LEN)
+		return 0;
+	if (psc_wire_decode(buf, &h, why, wlen) != 0)
+		return -EPROTO;
+	f->type = h.type;
+	f->kind = h.type == PSC_WIRE_HELLO   ? PSC_LSN_HELLO
+		  : h.type == PSC_WIRE_PROOF ? PSC_LSN_PROOF
+					     : PSC_LSN_OTHER;
+	f->job = h.job;
+	f->rank = h.rank;
+	f->size = h.size;
+	f->pl = buf + PSC_WIRE_HDR_LEN;
+	f->plen = h.len;
+	return (long)(PSC_WIRE_HDR_LEN + h.len);
+}
+
+static const struct psc_lsn_ops store_lsn_ops = {
+	.size = sizeof(struct psc_lsn_ops),
+	.name = "rendezvous",
+	.purpose = PSC_AUTH_STORE,
+	.conn_priv = sizeof(struct conn),
+	.pre_max = PSC_WIRE_HDR_LEN + PRE_MAX,
+	.frame_max = PSC_WIRE_HDR_LEN + PSC_WIRE_MAX_PAYLOAD,
+	.decode = st_decode,
+	.encode_chal = st_chal,
+	.on_hello = st_hello,
+	.on_authenticated = st_admit,
+	.on_frame = st_frame,
+	.on_refuse = st_refuse,
+	.on_close = st_close,
+	.on_tick = st_tick,
+};
 
 static void server_free(struct server *sv)
 {
-	for (size_t i = 0; i < sv->nconns; i++) {
-		sv->conns[i]->bye = true; /* no abort on teardown */
-		conn_drop(sv, sv->conns[i]);
-	}
-	server_sweep(sv);
-	free(sv->conns);
+	for (int r = 0; sv->ranks && r < sv->size; r++)
+		if (sv->ranks[r].conn) {
+			sv->ranks[r].conn->bye = true; /* no abort now */
+			conn_drop(sv, sv->ranks[r].conn);
+		}
+	psc_lsn_free(sv->lsn);
 	free(sv->ranks);
 	while (sv->kvs) {
 		struct kv *k = sv->kvs;
@@ -776,13 +565,6 @@ static void server_free(struct server *sv)
 		free(k->val);
 		free(k);
 	}
-	if (sv->lfd >= 0)
-		close(sv->lfd);
-	if (sv->spare >= 0)
-		close(sv->spare);
-	close(sv->stop_pipe[0]);
-	close(sv->stop_pipe[1]);
-	memset(&sv->key, 0, sizeof(sv->key));
 	free(sv);
 }
 
@@ -793,40 +575,41 @@ static int server_start(struct psc_store *s, struct sockaddr_storage *addr,
 			const struct psc_auth_key *key, struct server **out)
 {
 	struct server *sv = calloc(1, sizeof(*sv));
+	struct psc_lsn_config cfg = {.key = *key,
+				     .unauth_max = params->unauth_max,
+				     .pre_deadline = PRE_DEADLINE_S,
+				     .send_s = 5,
+				     .tick_s = 0.2,
+				     .log_rank = 0};
 	char as[80];
 	int rc;
 
 	if (!sv)
 		return -ENOMEM;
-	sv->spare = -1;
-	if (pipe2(sv->stop_pipe, O_CLOEXEC) != 0) {
-		free(sv);
-		return -errno;
-	}
 	sv->ranks = calloc((size_t)s->size, sizeof(*sv->ranks));
 	psc_sockaddr_str((struct sockaddr *)addr, as, sizeof(as));
-	sv->lfd = sv->ranks ? psc_listen(addr, addrlen, NULL) : -ENOMEM;
-	if (sv->lfd < 0) {
-		rc = sv->lfd;
+	cfg.fd = sv->ranks ? psc_listen(addr, addrlen, NULL) : -ENOMEM;
+	memset(&cfg.key, 0, sizeof(cfg.key));
+	if (cfg.fd < 0) {
+		rc = cfg.fd;
 		snprintf(s->err, sizeof(s->err), "rank 0 cannot listen on "
 			 "PS_COMM_ROOT %s: %s", as, strerror(-rc));
-		sv->lfd = -1;
 		server_free(sv);
 		return rc;
 	}
-	sv->spare = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	cfg.key = *key;
 	sv->size = s->size;
 	sv->job = job;
 	sv->deadline = s->deadline;
-	sv->unauth_max = params->unauth_max > 0 ? params->unauth_max : 1;
-	sv->key = *key;
 	psc_auth_random(sv->session, sizeof(sv->session));
-	sv->log_at = psc_now();
-	sv->log_tokens = STRANGER_LOG_BURST;
-	rc = pthread_create(&sv->thread, NULL, server_main, sv);
+	rc = psc_lsn_open(&sv->lsn, &cfg, &store_lsn_ops, sv, s->err,
+			  sizeof(s->err));
+	memset(&cfg.key, 0, sizeof(cfg.key));
+	if (rc == 0)
+		rc = psc_lsn_start(sv->lsn);
 	if (rc) {
 		server_free(sv);
-		return -rc;
+		return rc;
 	}
 	psc_log(PSC_LOG_INFO, 0, "rendezvous listening on %s", as);
 	*out = sv;
@@ -835,10 +618,10 @@ static int server_start(struct psc_store *s, struct sockaddr_storage *addr,
 
 static void server_stop(struct server *sv, bool wait_for_byes)
 {
-	if (!wait_for_byes && write(sv->stop_pipe[1], "x", 1) < 0) {
-		/* The thread still ends at its deadline. */
-	}
-	pthread_join(sv->thread, NULL);
+	if (wait_for_byes)
+		psc_lsn_wait(sv->lsn);
+	else
+		psc_lsn_stop(sv->lsn);
 	server_free(sv);
 }
 
