@@ -238,21 +238,6 @@ static int st_hello(void *arg, struct psc_lsn_conn *lc,
 	return 0;
 }
 
-/* ops.encode_chal: CHAL in the wire format, with the stranger's job. */
-static size_t st_chal(const struct psc_lsn_frame *hello, const uint8_t *chal,
-		      size_t clen, uint8_t *out, size_t room)
-{
-	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
-				 PSC_WIRE_CHAL, hello->job, REPLY_PLAIN, 0,
-				 (uint32_t)clen};
-
-	if (PSC_WIRE_HDR_LEN + clen > room)
-		return 0;
-	psc_wire_encode(&h, out);
-	memcpy(out + PSC_WIRE_HDR_LEN, chal, clen);
-	return PSC_WIRE_HDR_LEN + clen;
-}
-
 /* ops.on_authenticated: one of ours, which may now hear details. */
 static int st_admit(void *arg, struct psc_lsn_conn *lc,
 		    const struct psc_lsn_frame *proof)
@@ -445,28 +430,6 @@ static bool st_tick(void *arg, double now)
 	return true;
 }
 
-/* ops.decode: the wire header, and the frame it announces. */
-static long st_decode(const uint8_t *buf, size_t len, struct psc_lsn_frame *f,
-		      char *why, size_t wlen)
-{
-	struct psc_wire_hdr h;
-
-	if (len < PSC_WIRE_HDR_LEN)
-		return 0;
-	if (psc_wire_decode(buf, &h, why, wlen) != 0)
-		return -EPROTO;
-	f->type = h.type;
-	f->kind = h.type == PSC_WIRE_HELLO   ? PSC_LSN_HELLO
-		  : h.type == PSC_WIRE_PROOF ? PSC_LSN_PROOF
-					     : PSC_LSN_OTHER;
-	f->job = h.job;
-	f->rank = h.rank;
-	f->size = h.size;
-	f->pl = buf + PSC_WIRE_HDR_LEN;
-	f->plen = h.len;
-	return (long)(PSC_WIRE_HDR_LEN + h.len);
-}
-
 static const struct psc_lsn_ops store_lsn_ops = {
 	.size = sizeof(struct psc_lsn_ops),
 	.name = "rendezvous",
@@ -474,8 +437,8 @@ static const struct psc_lsn_ops store_lsn_ops = {
 	.conn_priv = sizeof(struct conn),
 	.pre_max = PSC_WIRE_HDR_LEN + PRE_MAX,
 	.frame_max = PSC_WIRE_HDR_LEN + PSC_WIRE_MAX_PAYLOAD,
-	.decode = st_decode,
-	.encode_chal = st_chal,
+	.decode = psc_wire_lsn_decode,
+	.encode_chal = psc_wire_lsn_chal,
 	.on_hello = st_hello,
 	.on_authenticated = st_admit,
 	.on_frame = st_frame,
