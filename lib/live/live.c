@@ -115,24 +115,6 @@ struct psc_live {
 
 /* ---------------------------------------------------------- helpers */
 
-/* "<boot id>/<pid namespace>": processes that can watch each other. */
-static void proc_identity(char *buf, size_t len)
-{
-	char boot[64] = "", ns[64] = "";
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-	ssize_t n;
-
-	if (f) {
-		if (!fgets(boot, sizeof(boot), f))
-			boot[0] = '\0';
-		fclose(f);
-		boot[strcspn(boot, "\n")] = '\0';
-	}
-	n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
-	ns[n > 0 ? n : 0] = '\0';
-	snprintf(buf, len, "%s/%s", boot[0] ? boot : "-", ns[0] ? ns : "-");
-}
-
 static int pidfd_open(int pid)
 {
 #ifdef SYS_pidfd_open
@@ -941,7 +923,8 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 	pthread_cond_init(&l->cond, NULL);
 	for (int r = 0; r < cfg->size; r++)
 		l->peers[r].pidfd = -1;
-	proc_identity(l->proc, sizeof(l->proc));
+	/* Processes that can watch each other: one kernel, one pid space. */
+	psc_node_id(NULL, "pid", l->proc, sizeof(l->proc));
 	l->links = calloc((size_t)l->maxlinks, sizeof(*l->links));
 	if (!l->links || pipe2(l->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
 		snprintf(err, len, "liveness monitor: %s", strerror(errno));
