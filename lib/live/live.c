@@ -7,10 +7,11 @@
  * (type, 0, payload length as 16 bits, rank as 32 bits, big-endian) and
  * at most FRAME_MAX bytes of payload. A link opens with the job key's
  * handshake (net/auth.h): HELLO (rank: the sender; payload: its nonce),
- * CHAL from rank 0 (its nonce and MAC), PROOF (the sender's MAC); until
- * the proof checks out, the link is a stranger's, which gets a short
- * deadline and one of at most PS_COMM_UNAUTH_MAX places (the oldest goes
- * first) and whose loss is no death. BEAT says "alive"; DEAD
+ * CHAL from rank 0 (its nonce and MAC), PROOF (the sender's MAC). Rank
+ * 0 serves the star on the listener (net/listener.h): until the proof
+ * checks out, a connection is a stranger's, which gets a short deadline
+ * and one of at most PS_COMM_UNAUTH_MAX places (the oldest goes first),
+ * and whose loss is no death; the monitor never sees it. BEAT says "alive"; DEAD
  * (rank: the dead one; payload: the words) reports or relays a death;
  * BYE says the sender leaves in good order, and rank 0 answers it with
  * its own BYE once it told the others with LEFT (rank: the one leaving),
@@ -76,6 +77,13 @@ bool psc_live_send(struct link *k, int type, int rank, const void *pl,
 	if (plen)
 		/* cppcheck-suppress nullPointer */
 		memcpy(f + HDR, pl, plen);
+	if (k->lc) {
+		int rc = psc_lsn_send(k->lc, f, HDR + plen);
+
+		if (rc == 0 || rc == -EAGAIN)
+			k->last_tx = psc_now();
+		return rc == 0 || rc == -EAGAIN;
+	}
 	n = send(k->fd, f, HDR + plen, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
 		/* A partial frame would garble the stream: a full buffer
@@ -91,7 +99,7 @@ bool psc_live_send(struct link *k, int type, int rank, const void *pl,
 struct link *psc_live_link_of(struct psc_live *l, int rank)
 {
 	for (int i = 0; i < l->nlinks; i++)
-		if (l->links[i].fd >= 0 && l->links[i].rank == rank)
+		if (psc_live_link_up(&l->links[i]) && l->links[i].rank == rank)
 			return &l->links[i];
 	return NULL;
 }
@@ -185,7 +193,11 @@ static void fail_watches(struct psc_live *l, int r, int err,
  */
 static void close_link(struct link *k)
 {
-	close(k->fd);
+	if (k->lc)
+		psc_lsn_close(k->lc);
+	else if (k->fd >= 0)
+		close(k->fd);
+	k->lc = NULL;
 	k->fd = -1;
 	k->rank = -1;
 }
@@ -195,7 +207,7 @@ static void compact(struct psc_live *l)
 	int n = 0;
 
 	for (int i = 0; i < l->nlinks; i++)
-		if (l->links[i].fd >= 0)
+		if (psc_live_link_up(&l->links[i]))
 			l->links[n++] = l->links[i];
 	l->nlinks = n;
 }
@@ -232,8 +244,8 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 	/* Relay first: this process may exit as soon as it fails. */
 	if (l->cfg.rank == 0)
 		for (int i = 0; i < l->nlinks; i++)
-			if (l->links[i].fd >= 0 && l->links[i].rank > 0 &&
-			    l->links[i].rank != r)
+			if (psc_live_link_up(&l->links[i]) &&
+			    l->links[i].rank > 0 && l->links[i].rank != r)
 				psc_live_send(&l->links[i], F_DEAD, r, words,
 					   strlen(words));
 	poison(l, r);
@@ -258,7 +270,9 @@ static void read_link_of(struct psc_live *l, int rank)
 {
 	struct link *k = psc_live_link_of(l, rank);
 
-	if (k && !k->reading)
+	if (k && k->lc)
+		psc_lsn_read(k->lc);
+	else if (k && !k->reading)
 		link_read(l, k);
 }
 
@@ -360,41 +374,6 @@ void psc_live_bind(uint8_t *b, int r, int size)
 	psc_be_put(b + 4, (uint32_t)size, 4);
 }
 
-/* A HELLO on a stranger's link (rank 0): challenge it, or false. */
-static bool hello(struct psc_live *l, struct link *k, int r,
-		  const uint8_t *pl, size_t plen)
-{
-	uint8_t bind[8], chal[PSC_AUTH_CHAL_LEN];
-
-	if (k->claim >= 0 || r <= 0 || r >= l->cfg.size ||
-	    l->peers[r].state != P_PENDING)
-		return false;
-	psc_live_bind(bind, r, l->cfg.size);
-	if (psc_auth_server_chal(&k->hs, &l->key, PSC_AUTH_LIVE, bind,
-				 sizeof(bind), pl, plen, NULL, chal) != 0)
-		return false;
-	k->claim = r;
-	return psc_live_send(k, F_CHAL, 0, chal, sizeof(chal));
-}
-
-/* Its PROOF: it knows the key, so bind the link to its rank. */
-static bool proof(struct psc_live *l, struct link *k, int r,
-		  const uint8_t *pl, size_t plen)
-{
-	if (k->claim < 0 || r != k->claim ||
-	    psc_auth_server_check(&k->hs, pl, plen) != 0) {
-		psc_log(PSC_LOG_WARN, 0, "liveness: dropped a connection that "
-			"does not know this job's PS_COMM_JOB_KEY");
-		return false;
-	}
-	if (l->peers[r].state != P_PENDING)
-		return false;
-	k->rank = r;
-	l->peers[r].state = P_UP;
-	psc_log(PSC_LOG_DEBUG, 0, "liveness: rank %d joined", r);
-	return true;
-}
-
 /* Rank r left in good order: its exit is no death. Lock held. */
 static void left(struct psc_live *l, int r)
 {
@@ -418,9 +397,6 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 {
 	char w[FRAME_MAX + 1];
 
-	if (k->rank < 0)
-		return (type == F_HELLO && hello(l, k, r, pl, plen)) ||
-		       (type == F_PROOF && proof(l, k, r, pl, plen));
 	switch (type) {
 	case F_BEAT:
 		return true;
@@ -444,7 +420,7 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		left(l, k->rank);
 		if (l->cfg.rank == 0) {
 			for (int i = 0; i < l->nlinks; i++)
-				if (l->links[i].fd >= 0 &&
+				if (psc_live_link_up(&l->links[i]) &&
 				    l->links[i].rank > 0 && &l->links[i] != k)
 					psc_live_send(&l->links[i], F_LEFT,
 						   k->rank, NULL, 0);
@@ -539,51 +515,6 @@ static void link_read_frames(struct psc_live *l, struct link *k)
 	}
 }
 
-/* Rank 0: take a new connection; it must say HELLO soon. Lock held. */
-static void accept_link(struct psc_live *l)
-{
-	int fd = accept4(l->listen_fd, NULL, NULL,
-			 SOCK_NONBLOCK | SOCK_CLOEXEC);
-	struct link *oldest = NULL, *spare = NULL, *k;
-	int unbound = 0;
-
-	if (fd < 0)
-		return;
-	psc_live_link_setup(fd);
-	for (int i = 0; i < l->nlinks; i++) {
-		k = &l->links[i];
-		if (k->fd < 0 && !spare)
-			spare = k;
-		if (k->fd < 0 || k->rank >= 0)
-			continue;
-		unbound++;
-		if (!oldest || k->since < oldest->since)
-			oldest = k;
-	}
-	/*
-	 * The oldest stranger makes room, and the newcomer takes its slot
-	 * (no compaction here: the thread's poll set still indexes links).
-	 */
-	if (oldest && (unbound >= l->cfg.unauth_max ||
-		       l->nlinks >= l->maxlinks)) {
-		close_link(oldest);
-		k = oldest;
-	} else if (l->nlinks < l->maxlinks) {
-		k = &l->links[l->nlinks++];
-	} else if (spare) {
-		k = spare;
-	} else {
-		close(fd);
-		return;
-	}
-	memset(k, 0, sizeof(*k));
-	k->fd = fd;
-	k->rank = -1;
-	k->claim = -1;
-	k->since = psc_now();
-	k->last_rx = psc_now();
-}
-
 /* ------------------------------------------------------- the thread */
 
 /*
@@ -624,13 +555,10 @@ static void tick(struct psc_live *l, double now)
 	for (int i = 0; i < l->nlinks; i++) {
 		struct link *k = &l->links[i];
 
-		if (k->fd < 0)
+		if (!psc_live_link_up(k) || k->rank < 0)
 			continue;
-		if (k->rank < 0) {
-			if (now - k->since > UNBOUND_S)
-				close_link(k);
-			continue;
-		}
+		if (k->lc)
+			k->last_rx = PSC_MAX(k->last_rx, psc_lsn_last_rx(k->lc));
 		if (!l->left && l->peers[k->rank].state == P_UP &&
 		    now - k->last_rx > l->cfg.timeout) {
 			snprintf(why, sizeof(why), "is unresponsive: no "
@@ -659,75 +587,239 @@ static void tick(struct psc_live *l, double now)
 		psc_live_watchdog(l, now);
 }
 
-/* Poll set slots: 0 wake pipe, 1 listener, then links, then pidfds. */
-static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
+/*
+ * Poll set slots: 0 wake pipe, then the listener's (rank 0: *nl of
+ * them), then this rank's own link, then pidfds. Returns the count, or
+ * -ENOMEM.
+ */
+static int pollset(struct psc_live *l, struct pollfd **pf, int **who,
+		   size_t *cap, int *nl)
 {
+	size_t want = 1 + (l->lsn ? psc_lsn_npoll(l->lsn) : 0) +
+		      (size_t)l->maxlinks + (size_t)l->cfg.size;
 	int n = 0;
 
 	compact(l);
-	pf[n] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
-	who[n++] = -1;
-	pf[n] = (struct pollfd){.fd = l->listen_fd, .events = POLLIN};
-	who[n++] = -2;
-	/* Links first: a LEFT notice must beat the exit it explains. */
-	for (int i = 0; i < l->nlinks; i++) {
-		pf[n] = (struct pollfd){.fd = l->links[i].fd, .events = POLLIN};
-		who[n++] = i;
+	if (want > *cap) {
+		struct pollfd *p2 = realloc(*pf, 2 * want * sizeof(**pf));
+		int *w2 = p2 ? realloc(*who, 2 * want * sizeof(**who)) : NULL;
+
+		if (p2)
+			*pf = p2;
+		if (!w2)
+			return -ENOMEM;
+		*who = w2;
+		*cap = 2 * want;
 	}
+	(*pf)[n] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
+	(*who)[n++] = -1;
+	/* Links first: a LEFT notice must beat the exit it explains. */
+	*nl = l->lsn ? psc_lsn_pollfds(l->lsn, *pf + n, *cap - 1) : 0;
+	for (int i = 0; i < *nl; i++)
+		(*who)[n++] = -2;
+	for (int i = 0; i < l->nlinks; i++)
+		if (!l->links[i].lc) {
+			(*pf)[n] = (struct pollfd){.fd = l->links[i].fd,
+						   .events = POLLIN};
+			(*who)[n++] = i;
+		}
 	/* A suspect's pidfd fired already: rank 0's verdict decides. */
 	for (int r = 0; r < l->cfg.size; r++)
 		if (l->peers[r].pidfd >= 0 && !(l->peers[r].suspect &&
 						 l->peers[r].state != P_DEAD)) {
-			pf[n] = (struct pollfd){.fd = l->peers[r].pidfd,
-						.events = POLLIN};
-			who[n++] = l->maxlinks + r;
+			(*pf)[n] = (struct pollfd){.fd = l->peers[r].pidfd,
+						   .events = POLLIN};
+			(*who)[n++] = l->maxlinks + r;
 		}
 	return n;
+}
+
+/* Handle slot i of a round's poll set. Lock held. */
+static void pollin(struct psc_live *l, const struct pollfd *p, int who)
+{
+	char buf[64];
+	int r = who - l->maxlinks;
+
+	if (who == -1) {
+		while (read(l->wake[0], buf, sizeof(buf)) > 0)
+			;
+	} else if (who >= 0 && who < l->maxlinks) {
+		/* Closed meanwhile: its slot says fd -1. */
+		if (l->links[who].fd == p->fd)
+			link_read(l, &l->links[who]);
+	} else if (who >= l->maxlinks && l->peers[r].pidfd == p->fd) {
+		if (l->peers[r].state == P_DEAD)
+			gone(l, r);
+		else
+			psc_live_peer_died(l, r, "died: its process exited");
+	}
 }
 
 void *psc_live_run(void *arg)
 {
 	struct psc_live *l = arg;
-	size_t cap = 2 + (size_t)l->maxlinks + (size_t)l->cfg.size;
-	struct pollfd *pf = calloc(cap, sizeof(*pf));
-	int *who = calloc(cap, sizeof(*who));
+	struct pollfd *pf = NULL;
+	int *who = NULL, nl = 0;
+	size_t cap = 0;
 
 	pthread_mutex_lock(&l->lock);
-	while (!l->stop && pf && who) {
-		int n = pollset(l, pf, who);
+	while (!l->stop) {
+		int n = pollset(l, &pf, &who, &cap, &nl);
 
+		if (n < 0)
+			break;
 		pthread_mutex_unlock(&l->lock);
 		n = poll(pf, (nfds_t)n, TICK_MS) > 0 ? n : 0;
 		pthread_mutex_lock(&l->lock);
-		for (int i = 0; i < n; i++) {
-			if (!pf[i].revents)
-				continue;
-			if (who[i] == -1) {
-				char buf[64];
-
-				while (read(l->wake[0], buf, sizeof(buf)) > 0)
-					;
-			} else if (who[i] == -2) {
-				accept_link(l);
-			} else if (who[i] < l->maxlinks) {
-				/* Closed meanwhile: its slot says fd -1. */
-				if (l->links[who[i]].fd == pf[i].fd)
-					link_read(l, &l->links[who[i]]);
-			} else if (l->peers[who[i] - l->maxlinks].pidfd ==
-				   pf[i].fd) {
-				int r = who[i] - l->maxlinks;
-
-				if (l->peers[r].state == P_DEAD)
-					gone(l, r);
-				else
-					psc_live_peer_died(l, r,
-						  "died: its process exited");
-			}
-		}
+		if (pf[0].revents && n)
+			pollin(l, &pf[0], -1);
+		/* The listener's slots, every round: it expires strangers. */
+		if (l->lsn)
+			psc_lsn_service(l->lsn, pf + 1, n ? nl : 0);
+		for (int i = 1 + nl; i < n; i++)
+			if (pf[i].revents)
+				pollin(l, &pf[i], who[i]);
 		tick(l, psc_now());
 	}
 	pthread_mutex_unlock(&l->lock);
 	free(pf);
 	free(who);
 	return NULL;
+}
+
+/* --------------------------------------------------- rank 0's listener */
+
+/* ops.decode: a liveness frame (its header announces the length). */
+static long lv_decode(const uint8_t *buf, size_t len, struct psc_lsn_frame *f,
+		      char *why, size_t wlen)
+{
+	size_t plen;
+
+	if (len < HDR)
+		return 0;
+	plen = psc_be_get(buf + 2, 2);
+	if (plen > FRAME_MAX) {
+		snprintf(why, wlen, "a liveness frame of %zu bytes", plen);
+		return -EPROTO;
+	}
+	f->type = buf[0];
+	f->kind = buf[0] == F_HELLO   ? PSC_LSN_HELLO
+		  : buf[0] == F_PROOF ? PSC_LSN_PROOF
+				      : PSC_LSN_OTHER;
+	f->rank = (int32_t)(uint32_t)psc_be_get(buf + 4, 4);
+	f->pl = buf + HDR;
+	f->plen = plen;
+	return (long)(HDR + plen);
+}
+
+/* ops.encode_chal: rank 0's CHAL frame. */
+static size_t lv_chal(const struct psc_lsn_frame *hello, const uint8_t *chal,
+		      size_t clen, uint8_t *out, size_t room)
+{
+	if (HDR + clen > room)
+		return 0;
+	out[0] = F_CHAL;
+	out[1] = 0;
+	psc_be_put(out + 2, clen, 2);
+	psc_be_put(out + 4, 0, 4);
+	memcpy(out + HDR, chal, clen);
+	return HDR + clen;
+}
+
+/* ops.on_hello: a rank still expected, claiming a nonce alone. */
+static int lv_hello(void *arg, struct psc_lsn_conn *c,
+		    const struct psc_lsn_frame *f, uint8_t *bind,
+		    size_t *bindlen, uint8_t *session)
+{
+	struct psc_live *l = arg;
+	int r = f->rank;
+
+	if (f->plen != PSC_AUTH_HELLO_LEN || r <= 0 || r >= l->cfg.size ||
+	    l->peers[r].state != P_PENDING)
+		return -EPERM;
+	psc_live_bind(bind, r, l->cfg.size);
+	*bindlen = 8;
+	return 0;
+}
+
+/* ops.on_authenticated: it knows the key, so bind a link to its rank. */
+static int lv_admit(void *arg, struct psc_lsn_conn *c,
+		    const struct psc_lsn_frame *proof)
+{
+	struct psc_live *l = arg;
+	int r = proof->rank;
+
+	if (l->peers[r].state != P_PENDING || l->nlinks >= l->maxlinks)
+		return -EALREADY;
+	l->links[l->nlinks++] = (struct link){.fd = -1, .lc = c, .rank = r,
+					      .since = psc_now(),
+					      .last_rx = psc_now()};
+	l->peers[r].state = P_UP;
+	psc_log(PSC_LOG_DEBUG, 0, "liveness: rank %d joined", r);
+	return 0;
+}
+
+static struct link *link_by_lc(struct psc_live *l, struct psc_lsn_conn *c)
+{
+	for (int i = 0; i < l->nlinks; i++)
+		if (l->links[i].lc == c)
+			return &l->links[i];
+	return NULL;
+}
+
+/* ops.on_frame: a rank's frame; a bad one loses the link here. */
+static int lv_frame(void *arg, struct psc_lsn_conn *c,
+		    const struct psc_lsn_frame *f)
+{
+	struct psc_live *l = arg;
+	struct link *k = link_by_lc(l, c);
+
+	if (!k)
+		return -ENOTCONN;
+	k->last_rx = psc_now();
+	if (!frame(l, k, f->type, f->rank, f->pl, f->plen) && k->lc == c)
+		link_lost(l, k, "sent an unexpected liveness frame");
+	return 0;
+}
+
+/* ops.on_close: the listener lost a rank's link. */
+static void lv_close(void *arg, struct psc_lsn_conn *c, int err)
+{
+	struct psc_live *l = arg;
+	struct link *k = link_by_lc(l, c);
+
+	if (k)
+		link_lost(l, k, err == -EPROTO
+					? "sent a malformed liveness frame"
+					: "died or is unreachable: its liveness "
+					  "connection closed without a goodbye");
+}
+
+static const struct psc_lsn_ops live_lsn_ops = {
+	.size = sizeof(struct psc_lsn_ops),
+	.name = "liveness",
+	.purpose = PSC_AUTH_LIVE,
+	.pre_max = HDR + PSC_AUTH_HELLO_LEN,
+	.frame_max = HDR + FRAME_MAX,
+	.decode = lv_decode,
+	.encode_chal = lv_chal,
+	.on_hello = lv_hello,
+	.on_authenticated = lv_admit,
+	.on_frame = lv_frame,
+	.on_close = lv_close,
+};
+
+int psc_live_listen(struct psc_live *l, char *err, size_t len)
+{
+	struct psc_lsn_config cfg = {.fd = l->listen_fd,
+				     .key = l->key,
+				     .unauth_max = l->cfg.unauth_max,
+				     .pre_deadline = UNBOUND_S,
+				     .log_rank = 0};
+	int rc;
+
+	l->listen_fd = -1;
+	rc = psc_lsn_open(&l->lsn, &cfg, &live_lsn_ops, l, err, len);
+	memset(&cfg.key, 0, sizeof(cfg.key));
+	return rc;
 }

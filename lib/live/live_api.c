@@ -141,7 +141,7 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 	l->first = -1;
 	if (l->cfg.unauth_max < 1)
 		l->cfg.unauth_max = 1;
-	l->maxlinks = cfg->rank == 0 ? cfg->size + l->cfg.unauth_max : 1;
+	l->maxlinks = cfg->rank == 0 ? cfg->size : 1;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	for (int r = 0; r < cfg->size; r++)
@@ -232,8 +232,8 @@ static int join(struct psc_live *l, char *err, size_t len)
 		return -ECONNRESET;
 	}
 	psc_live_link_setup(fd);
-	l->links[0] = (struct link){.fd = fd, .rank = 0, .claim = 0,
-				    .since = psc_now(), .last_rx = psc_now()};
+	l->links[0] = (struct link){.fd = fd, .rank = 0, .since = psc_now(),
+				    .last_rx = psc_now()};
 	l->nlinks = 1;
 	/* The handshake, before the thread runs: blocking with a deadline. */
 	psc_live_bind(bind, l->cfg.rank, l->cfg.size);
@@ -279,11 +279,10 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 {
 	int rc = 0, lost = -1;
 
-	if (l->cfg.rank != 0) {
-		rc = join(l, err, len);
-		if (rc)
-			return rc;
-	}
+	/* Rank 0's listener starts with the key that is set by now. */
+	rc = l->cfg.rank != 0 ? join(l, err, len) : psc_live_listen(l, err, len);
+	if (rc)
+		return rc;
 	/* Peers this kernel can watch die. */
 	for (int r = 0; r < l->cfg.size; r++) {
 		struct peer *p = &l->peers[r];
@@ -464,7 +463,8 @@ void psc_live_leave(struct psc_live *l)
 			l->cfg.timeout);
 	if (root)
 		for (int i = 0; i < l->nlinks; i++)
-			if (l->links[i].fd >= 0 && l->links[i].rank > 0)
+			if (psc_live_link_up(&l->links[i]) &&
+			    l->links[i].rank > 0)
 				psc_live_send(&l->links[i], F_BYE, 0, NULL, 0);
 	l->left = true;
 	pthread_mutex_unlock(&l->lock);
@@ -485,7 +485,9 @@ void psc_live_release(struct psc_live *l)
 		pthread_join(l->thread, NULL);
 	}
 	for (int i = 0; i < l->nlinks; i++)
-		close(l->links[i].fd);
+		if (!l->links[i].lc && l->links[i].fd >= 0)
+			close(l->links[i].fd);
+	psc_lsn_free(l->lsn);
 	for (int r = 0; r < l->cfg.size; r++) {
 		if (l->peers[r].pidfd >= 0)
 			close(l->peers[r].pidfd);

@@ -16,13 +16,14 @@
 
 #include "live/live.h"
 #include "net/auth.h"
+#include "net/listener.h"
 #include "net/net.h"
 
 enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF };
 
 #define HDR 8
 #define FRAME_MAX 480
-#define UNBOUND_S 5.0	      /* how long a link may take to authenticate */
+#define UNBOUND_S 5.0	      /* how long a stranger may take to authenticate */
 #define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
 #define TICK_MS 100	      /* the thread's period: checks, watchdog */
 #define SUSPECT_S 5.0	      /* rank 0's verdict on a reported death */
@@ -43,11 +44,14 @@ struct peer {
 	bool left_failed;     /* what still waits for it was failed */
 };
 
+/*
+ * A link of the star: rank 0's to each rank is a listener connection
+ * (lc, fd -1); another rank's to rank 0 is its own socket (fd).
+ */
 struct link {
 	int fd;
-	int rank;	      /* -1 until its PROOF checks out */
-	int claim;	      /* the rank its HELLO claims, or -1 */
-	struct psc_auth_hs hs;
+	struct psc_lsn_conn *lc;
+	int rank;	      /* -1 once closed */
 	double since, last_rx, last_tx;
 	size_t inlen;
 	bool reading;	      /* link_read is handling its frames */
@@ -71,7 +75,8 @@ struct psc_live {
 	struct psc_live_config cfg;
 	struct psc_iface iface;
 	double beat;
-	int listen_fd;
+	int listen_fd;	      /* rank 0, until the listener takes it */
+	struct psc_lsn *lsn;  /* rank 0: the star's listener */
 	char addr[80];
 	struct psc_auth_key key;
 	char proc[96];
@@ -110,6 +115,15 @@ void psc_live_peer_died(struct psc_live *l, int r, const char *evidence);
 
 /* The monitor thread (pthread_create's start routine); no lock held. */
 void *psc_live_run(void *arg);
+
+/* Whether link k is open. */
+static inline bool psc_live_link_up(const struct link *k)
+{
+	return k->lc ? psc_lsn_open_p(k->lc) : k->fd >= 0;
+}
+
+/* Rank 0: the listener for the star on l->listen_fd (live.c). */
+int psc_live_listen(struct psc_live *l, char *err, size_t len);
 
 /* Sample every watched endpoint's libfabric call (live_api.c). */
 void psc_live_watchdog(struct psc_live *l, double now);
