@@ -136,7 +136,11 @@ struct psc_boot_vote {
  * key and bound to this rendezvous and rank, read every rank's record
  * in rank order, verify its MAC (-EACCES when it does not), check it
  * against me and hand it to peer(arg, rank, rec), which returns 0 or a
- * negative errno with words in err. *local receives how many ranks
+ * negative errno with words in err; -EHOSTUNREACH from peer says that
+ * the records themselves rule the job out, as every rank sees (like
+ * -EBADE for settings that differ), and the ranks then meet once more
+ * before leaving, so none takes another's exit for a death. *local
+ * receives how many ranks
  * share this node. Blocks until the plan's timeout at most.
  */
 int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,

@@ -594,11 +594,13 @@ int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 		rc = s.ops->commit(&s);
 	if (!rc) {
 		rc = gather(b, &s, me, peer, arg, local);
-		differ = rc == -EBADE;
+		/* Settings that differ, or a peer the provider cannot reach
+		 * (shm across nodes): decided from the records alone. */
+		differ = rc == -EBADE || rc == -EHOSTUNREACH;
 	}
 	if (differ) {
 		/*
-		 * Settings differ: every rank sees it in the same records.
+		 * The records decided: every rank sees it in the same records.
 		 * Meet the others at the last fence before leaving, so that
 		 * none takes this rank's exit for a death before it has read
 		 * the difference itself (the rendezvous aborts a store whose

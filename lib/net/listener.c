@@ -130,7 +130,7 @@ static void conn_refuse(struct psc_lsn_conn *c, int err, const char *why)
 
 	if (c->st != S_ADMITTED)
 		stranger_log(l, "refusing %s from %s: %s",
-			     err == -EACCES ? "a connection" : "a message",
+			     err == -EACCES ? "a connection" : "message",
 			     c->peer, why);
 	if (l->ops->on_refuse)
 		l->ops->on_refuse(l->arg, c, err, why);
