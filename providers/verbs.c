@@ -51,20 +51,6 @@ static const struct psc_tunable verbs_tunables[] = {
 	{NULL, NULL},
 };
 
-/* A size variable of rxm's, or dflt when unset or malformed. */
-static unsigned long long verbs_rxm_size(const char *name,
-					 unsigned long long dflt)
-{
-	const char *v = getenv(name);
-	unsigned long long b;
-	char *end;
-
-	if (!v || !*v)
-		return dflt;
-	b = strtoull(v, &end, 10);
-	return *end || b == 0 ? dflt : b;
-}
-
 /*
  * The largest payload of a software-matched first message: rxm's eager
  * limit (FI_OFI_RXM_BUFFER_SIZE, which every rank must share, 16 KiB by
@@ -72,27 +58,17 @@ static unsigned long long verbs_rxm_size(const char *name,
  */
 static size_t verbs_rxm_eager(void)
 {
-	unsigned long long b = verbs_rxm_size("FI_OFI_RXM_BUFFER_SIZE", 16384);
+	const char *v = getenv("FI_OFI_RXM_BUFFER_SIZE");
+	unsigned long long b = 16384;
+	char *end;
 
+	if (v && *v) {
+		b = strtoull(v, &end, 10);
+		if (*end || b == 0)
+			b = 16384;
+	}
 	/* Less pscomm's 16-byte header, with room to spare. */
 	return b > 4096 ? (size_t)b - 64 : 4032;
-}
-
-/*
- * The largest message rxm sends in segments through its eager buffers
- * (SAR) rather than by rendezvous, as libfabric 1.17's rxm computes it:
- * FI_OFI_RXM_SAR_LIMIT when set above the eager size, else eight eager
- * buffers, and the eager size itself when that is above 65535.
- */
-static size_t verbs_rxm_sar_limit(void)
-{
-	unsigned long long eager =
-		verbs_rxm_size("FI_OFI_RXM_BUFFER_SIZE", 16384);
-	unsigned long long sar = verbs_rxm_size("FI_OFI_RXM_SAR_LIMIT", 0);
-
-	if (eager > 65535)
-		return (size_t)eager;
-	return (size_t)(sar > eager ? sar : eager * 8);
 }
 
 static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
@@ -130,17 +106,25 @@ static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	if (c->link == PSC_LINK_IWARP)
 		c->cq_data_size = 0;
 	/*
-	 * No rxm rendezvous on iWARP: pscomm splits messages at rxm's SAR
-	 * limit, so rxm never posts an RDMA read. An iWARP device (siw)
-	 * completes a send posted after a read before the read, and verbs
-	 * in libfabric 1.15 to 2.6 retires send completions in posting
-	 * order: the next completion after such a pair dies with SIGSEGV
-	 * in fi_cq_read or fi_close (tests/rdma, doc/fabrics.md). The cost
-	 * is a copy through rxm's buffers above 128 KiB.
+	 * On iWARP pscomm splits messages at rxm's eager size, so that rxm
+	 * neither reads (rendezvous) nor segments (SAR); libfabric has a
+	 * bug on each path (tests/rdma, doc/fabrics.md):
+	 * - an iWARP device (siw) completes a send posted after a read
+	 *   before the read, and verbs in libfabric 1.15 to 2.6 retires
+	 *   send completions in posting order: the next completion dies
+	 *   with SIGSEGV in fi_cq_read or fi_close;
+	 * - when a peer's connection shuts down with a SAR message half
+	 *   received, rxm_close_conn (rxm_conn.c:82-87 in 1.17, the same
+	 *   from 1.14 to 1.22) unlinks the receive from the wrong list and
+	 *   loops for ever inside fi_cq_read, lock held: a kvstore worker
+	 *   hung when its server was killed mid-pull (1 in 10 on siw).
+	 * SAR copied through the same eager buffers, so the split costs
+	 * pscomm's chunk headers, and above 128 KiB a copy that the read
+	 * avoided.
 	 */
 	if (c->same_eager_limit && c->link == PSC_LINK_IWARP &&
-	    c->max_msg_size > verbs_rxm_sar_limit())
-		c->max_msg_size = verbs_rxm_sar_limit();
+	    c->max_msg_size > verbs_rxm_eager())
+		c->max_msg_size = verbs_rxm_eager();
 	/*
 	 * rxm's connections are rdma_cm's: the kernel takes the GID of the
 	 * source IP address (IPv4-mapped for IPv4), of the port's default

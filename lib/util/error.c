@@ -37,7 +37,7 @@
 	X(PS_COMM_ERR_FABRIC,                                                  \
 	  "the fabric provider failed (opening it, or in an operation)")
 
-#define PSC_ERR_ENTRY(code, text) [-(code)] = text,
+#define PSC_ERR_ENTRY(code, text) [-(code)] = (text),
 static const char *const messages[] = {PSC_ERR_MESSAGES(PSC_ERR_ENTRY)};
 
 /*
