@@ -135,7 +135,7 @@ static void ep_limits(struct psc_ep *ep)
 	/* Leave a quarter of the receive pool for unexpected messages. */
 	ep->post_limit[0] = PSC_MIN(c->tx_size, 64);
 	ep->post_limit[1] = c->rx_unbounded ? 0 : c->rx_size - c->rx_size / 4;
-	/* The tag rides in the CQ data where the profile trusts it. */
+	/* The immediate rides in the CQ data where the profile trusts it. */
 	ep->first_imm = c->sw_tag_in_data;
 	/*
 	 * The profile's eager size, or 8 KiB; untagged eager messages must
@@ -164,7 +164,7 @@ static void free_requests(struct psc_ep *ep)
 	}
 }
 
-/* A new endpoint's own lock and matching queues. */
+/* A new endpoint's own lock and first-message hook. */
 static struct psc_ep_shared *shared_new(void)
 {
 	struct psc_ep_shared *sh = calloc(1, sizeof(*sh));
@@ -320,7 +320,7 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_fab_config *cfg,
 
 /*
  * Make a and b (just opened, unshared, no traffic yet) one pair: b takes
- * a's lock and matching queues, both take the narrower tag layout, and
+ * a's lock and first-message hook, both take the narrower tag layout, and
  * each progresses the other. False when they cannot pair: both must
  * match first messages in software, so that one queue of receives
  * serves both fabrics.

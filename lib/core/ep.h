@@ -27,7 +27,7 @@ struct psc_ep;
 /*
  * Get an endpoint for a communicator: the process's open endpoint opened
  * with the same settings if there is one, else a new one (psc_fab_open,
- * then the software-matching buffers when the provider needs them).
+ * then the first messages' receive buffers when the provider needs them).
  * *ctx receives the communicator's context id; ranks that create
  * communicators in the same order get the same ids (ctx NULL: none is
  * taken, for a communicator that keeps its id on another endpoint).

@@ -1,7 +1,8 @@
 /*
  * The core's private view of an endpoint: its fields, and the contracts
  * between the core's own files (requests, progress, first messages and
- * their shm rings, registration of request buffers). Included only under lib/core/.
+ * their shm rings, registration of request buffers). Included only under
+ * lib/core/.
  */
 #ifndef PSC_EP_INT_H
 #define PSC_EP_INT_H
@@ -211,7 +212,10 @@ int psc_reqmr_hold(struct psc_ep *ep, struct ps_comm_request *parent,
 
 struct psc_shmring;
 
-/* Give ep (shm, first messages with an immediate) its ring state. Returns 0/-ENOMEM. */
+/*
+ * Give ep (shm, first messages with an immediate) its ring state.
+ * Returns 0/-ENOMEM.
+ */
 int psc_shmring_open(struct psc_ep *ep);
 /*
  * Unmap every ring at close; a ring's name stays for its receiver when
@@ -234,8 +238,9 @@ void psc_shmring_offer(struct psc_ep *ep, fi_addr_t addr);
 void psc_shmring_accept(struct psc_ep *ep, const uint8_t *data, size_t len);
 /*
  * Deliver what the mapped rings hold, in each ring's order, to the
- * first-message hook (psc_first_deliver). Returns how many messages. Lock held, inside progress
- * (ep->in_progress), so that no delivery polls the rings again.
+ * first-message hook (psc_first_deliver). Returns how many messages.
+ * Lock held, inside progress (ep->in_progress), so that no delivery polls
+ * the rings again.
  */
 int psc_shmring_poll(struct psc_ep *ep);
 /*

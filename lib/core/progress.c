@@ -33,7 +33,8 @@
 static ssize_t post_untagged_fab(struct psc_ep *ep, struct ps_comm_request *r,
 				 bool *injected)
 {
-	struct iovec iov[2] = {{r->scratch, PSC_EP_FIRST_HDR}, {r->buf, r->len}};
+	struct iovec iov[2] = {{r->scratch, PSC_EP_FIRST_HDR},
+			       {r->buf, r->len}};
 	uint8_t flat[PSC_EP_FIRST_HDR + PSC_FIRST_EAGER];
 	bool small;
 

@@ -27,7 +27,7 @@ enum psc_req_kind {
 	PSC_REQ_SEND,
 	PSC_REQ_RECV,
 	PSC_REQ_PARENT,	 /* several operations: its children do the work */
-	PSC_REQ_BOUNCE,	 /* an endpoint's software-matching buffer */
+	PSC_REQ_BOUNCE,	 /* a receive buffer of first messages */
 	PSC_REQ_GENERIC, /* no libfabric operation: its owner completes it */
 };
 enum psc_req_state { PSC_REQ_QUEUED, PSC_REQ_POSTED, PSC_REQ_DONE };
@@ -43,7 +43,8 @@ struct ps_comm_request;
 struct psc_req_ops {
 	size_t size; /* sizeof(struct psc_req_ops) */
 	/*
-	 * A completion for r arrived (or software matching delivered one).
+	 * A completion for r arrived (or the layer that matches first
+	 * messages delivered one).
 	 * Lock held. Return 1 if r goes on (more operations posted), else
 	 * the result r completes with: 0 or an internal code. NULL: a plain
 	 * operation whose length is checked against the sender's.

@@ -11,8 +11,9 @@
  * sender copies the message into the next slot and publishes it with one
  * release store of the slot's sequence number; the receiver's progress
  * sees that number, hands the message to the first-message hook like
- * any other arrival (psc_first_deliver) and frees the slot by advancing head. A large message's
- * chunks still go through libfabric, straight into the user's buffer.
+ * any other arrival (psc_first_deliver) and frees the slot by advancing
+ * head. A large message's chunks still go through libfabric, straight
+ * into the user's buffer.
  *
  * One ring per sender endpoint and destination address, created by the
  * sender in /dev/shm when it first sends there. Its name travels as the
