@@ -384,7 +384,7 @@ static int st_frame(void *arg, struct psc_lsn_conn *lc,
 		break;
 	default:
 		snprintf(why, sizeof(why), "unexpected message type %u",
-			 f->type);
+			 (unsigned)f->type);
 		conn_refuse(sv, c, REPLY_PLAIN, why);
 	}
 	return 0;

@@ -611,6 +611,8 @@ static int pollset(struct psc_live *l, struct pollfd **pf, int **who,
 		*who = w2;
 		*cap = 2 * want;
 	}
+	if (!*pf || !*who)
+		return -ENOMEM;
 	(*pf)[n] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
 	(*who)[n++] = -1;
 	/* Links first: a LEFT notice must beat the exit it explains. */
@@ -759,7 +761,8 @@ static int lv_admit(void *arg, struct psc_lsn_conn *c,
 	return 0;
 }
 
-static struct link *link_by_lc(struct psc_live *l, struct psc_lsn_conn *c)
+static struct link *link_by_lc(struct psc_live *l,
+				const struct psc_lsn_conn *c)
 {
 	for (int i = 0; i < l->nlinks; i++)
 		if (l->links[i].lc == c)

@@ -350,6 +350,7 @@ int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
 void psc_live_unwatch(struct psc_live *l, const void *owner)
 {
 	struct watch **pp, *w, *dropped = NULL;
+	int n = 0;
 
 	/* An owner on a pair has a watch per endpoint. */
 	pthread_mutex_lock(&l->lock);
@@ -359,9 +360,14 @@ void psc_live_unwatch(struct psc_live *l, const void *owner)
 			*pp = w->next;
 			w->next = dropped;
 			dropped = w;
+			n++;
 		} else {
 			pp = &(*pp)->next;
 		}
+	/* Each watch held l: all but one hold go here, none of them the
+	 * last; the release below drops the one left. */
+	if (n > 1)
+		l->refs -= n - 1;
 	pthread_mutex_unlock(&l->lock);
 	while (dropped) {
 		w = dropped;
@@ -369,8 +375,9 @@ void psc_live_unwatch(struct psc_live *l, const void *owner)
 		free(w->world);
 		free(w->addrs);
 		free(w);
-		psc_live_release(l);
 	}
+	if (n > 0)
+		psc_live_release(l);
 }
 
 /* Whether a rank of owner's watch is known dead. Lock held. */

@@ -391,8 +391,10 @@ static struct psc_lsn_conn *conn_new(struct psc_lsn *l, int fd,
 
 	if (l->n == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 16;
-		struct psc_lsn_conn **grown =
-			realloc(l->conns, cap * sizeof(*grown));
+		/* An array of pointers: sizeof(*grown) is a pointer's size. */
+		struct psc_lsn_conn **grown = realloc(
+			l->conns,
+			cap * sizeof(*grown)); /* NOLINT(bugprone-sizeof-expression) */
 
 		if (!grown)
 			return NULL;
@@ -625,7 +627,7 @@ void psc_lsn_free(struct psc_lsn *l)
 }
 
 struct psc_lsn_conn *psc_lsn_next(struct psc_lsn *l,
-				  struct psc_lsn_conn *prev)
+				  const struct psc_lsn_conn *prev)
 {
 	size_t i = 0;
 
@@ -660,11 +662,17 @@ double psc_lsn_last_rx(const struct psc_lsn_conn *c)
 int psc_lsn_port(const struct psc_lsn *l)
 {
 	struct sockaddr_storage ss;
+	struct sockaddr_in6 s6;
+	struct sockaddr_in s4;
 	socklen_t sl = sizeof(ss);
 
+	memset(&ss, 0, sizeof(ss));
 	if (getsockname(l->cfg.fd, (struct sockaddr *)&ss, &sl) != 0)
 		return -errno;
-	return ss.ss_family == AF_INET6
-		       ? ntohs(((struct sockaddr_in6 *)&ss)->sin6_port)
-		       : ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	if (ss.ss_family == AF_INET6) {
+		memcpy(&s6, &ss, sizeof(s6));
+		return ntohs(s6.sin6_port);
+	}
+	memcpy(&s4, &ss, sizeof(s4));
+	return ntohs(s4.sin_port);
 }

@@ -220,7 +220,7 @@ void psc_lsn_read(struct psc_lsn_conn *c);
 
 /* The admitted, open connection after prev (NULL: the first), or NULL. */
 struct psc_lsn_conn *psc_lsn_next(struct psc_lsn *l,
-				  struct psc_lsn_conn *prev);
+				  const struct psc_lsn_conn *prev);
 
 /* ops.conn_priv bytes for the server. */
 void *psc_lsn_priv(struct psc_lsn_conn *c);
