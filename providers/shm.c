@@ -10,7 +10,7 @@
  * Its tag matching of unexpected messages uses a stale ignore mask
  * (smr_match_tagged in prov/shm/src/smr_ep.c, 1.17 and 1.18), so wildcard
  * receives can miss or mismatch messages that arrived first. pscomm
- * therefore matches first messages in software on shm (lib/core/swmatch.c).
+ * therefore matches first messages in software on shm (lib/p2p/swmatch.c).
  *
  * Each process's region (its command, response, inject and SAR queues)
  * sits under one process-shared spinlock with no owner: senders take the

@@ -10,7 +10,7 @@
  * A receive shorter than the message makes rxm over tcp report truncation
  * without the data that fits and then drop the connection, so pscomm
  * matches first messages in software here and posts every chunk receive
- * at its full length (lib/core/swmatch.c).
+ * at its full length (lib/p2p/swmatch.c).
  */
 #include "provider.h"
 

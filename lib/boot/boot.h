@@ -34,21 +34,13 @@ struct psc_boot_record {
 	char agree[1024];
 	uint64_t hash;
 	char host[64];
-	char node[96];	  /* node identity (psc_boot_node_id) */
+	char node[96];	  /* psc_node_id(PS_COMM_NODE_ID, "net") */
 	char live[256];	  /* the liveness monitor's part, opaque here */
 	uint8_t addr[256];
 	size_t addrlen;
 	uint8_t shm[256]; /* a node-aware rank's shared-memory address */
 	size_t shmlen;	  /* 0: none */
 };
-
-/*
- * This process's node identity, which decides which ranks share memory:
- * PS_COMM_NODE_ID (p->node_id) when set, else the kernel's boot id and
- * the network namespace's inode, so that ranks in separate namespaces
- * count as separate nodes. Never empty.
- */
-void psc_boot_node_id(const struct psc_params *p, char *buf, size_t len);
 
 /* How one bootstrap runs, from psc_boot_plan. */
 struct psc_boot_plan {
@@ -144,7 +136,11 @@ struct psc_boot_vote {
  * key and bound to this rendezvous and rank, read every rank's record
  * in rank order, verify its MAC (-EACCES when it does not), check it
  * against me and hand it to peer(arg, rank, rec), which returns 0 or a
- * negative errno with words in err. *local receives how many ranks
+ * negative errno with words in err; -EHOSTUNREACH from peer says that
+ * the records themselves rule the job out, as every rank sees (like
+ * -EBADE for settings that differ), and the ranks then meet once more
+ * before leaving, so none takes another's exit for a death. *local
+ * receives how many ranks
  * share this node. Blocks until the plan's timeout at most.
  */
 int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <sys/stat.h>
 
 #include "boot/boot.h"
 #include "boot/store.h"
@@ -78,31 +77,6 @@ int psc_env_rank_size(int *rank, int *size, char *err, size_t len)
 
 /* ----------------------------------------------------------- records */
 
-void psc_boot_node_id(const struct psc_params *p, char *buf, size_t len)
-{
-	char boot[64] = "";
-	struct stat st;
-	FILE *f;
-
-	if (p->node_id[0]) {
-		snprintf(buf, len, "%s", p->node_id);
-		return;
-	}
-	f = fopen("/proc/sys/kernel/random/boot_id", "r");
-	if (f) {
-		if (!fgets(boot, sizeof(boot), f))
-			boot[0] = '\0';
-		fclose(f);
-		boot[strcspn(boot, "\n")] = '\0';
-	}
-	if (!boot[0])
-		gethostname(boot, sizeof(boot) - 1);
-	if (stat("/proc/self/ns/net", &st) != 0)
-		st.st_ino = 0;
-	snprintf(buf, len, "%s/net:%llu", boot,
-		 (unsigned long long)st.st_ino);
-}
-
 void psc_boot_record_init(struct psc_boot_record *rec,
 			  const struct psc_params *p)
 {
@@ -110,7 +84,7 @@ void psc_boot_record_init(struct psc_boot_record *rec,
 	snprintf(rec->version, sizeof(rec->version), "%s", ps_comm_version());
 	psc_params_agree_text(p, rec->agree, sizeof(rec->agree));
 	gethostname(rec->host, sizeof(rec->host) - 1);
-	psc_boot_node_id(p, rec->node, sizeof(rec->node));
+	psc_node_id(p->node_id, "net", rec->node, sizeof(rec->node));
 }
 
 /* Serialise as "key=value\n" lines, a blank line, then the address. */
@@ -620,11 +594,13 @@ int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 		rc = s.ops->commit(&s);
 	if (!rc) {
 		rc = gather(b, &s, me, peer, arg, local);
-		differ = rc == -EBADE;
+		/* Settings that differ, or a peer the provider cannot reach
+		 * (shm across nodes): decided from the records alone. */
+		differ = rc == -EBADE || rc == -EHOSTUNREACH;
 	}
 	if (differ) {
 		/*
-		 * Settings differ: every rank sees it in the same records.
+		 * The records decided: every rank sees it in the same records.
 		 * Meet the others at the last fence before leaving, so that
 		 * none takes this rank's exit for a death before it has read
 		 * the difference itself (the rendezvous aborts a store whose

@@ -100,13 +100,13 @@ int ps_comm_recv(ps_comm_t comm, void *buf, size_t len, int peer, int tag,
 /* The communicator a request belongs to (its channel is the owner). */
 static struct ps_comm *comm_of(const struct ps_comm_request *r)
 {
-	return psc_container_of(r->owner, struct ps_comm, ch);
+	return psc_container_of(psc_p2p_chan(r), struct ps_comm, ch);
 }
 
 /* What a request waits for, in timeout messages. */
 static const char *what_of(const struct ps_comm_request *r)
 {
-	return r->kind == PSC_REQ_GENERIC ? "collective" : "operation";
+	return psc_p2p_is_op(r) ? "collective" : "operation";
 }
 
 /* Nothing to wait for: a NULL request is complete and empty. */
@@ -132,14 +132,14 @@ int ps_comm_test(ps_comm_request_t *req, int *done, ps_comm_status_t *status)
 	r = *req;
 	if (!r)
 		return empty_request(done, status);
-	if (!psc_req_done(r))
-		psc_ep_progress(r->ep);
-	*done = psc_req_done(r);
+	if (!psc_p2p_done(r))
+		psc_p2p_progress(r);
+	*done = psc_p2p_done(r);
 	if (!*done)
 		return 0;
 	c = comm_of(r);
 	what = what_of(r);
-	rc = psc_req_reap(req, status, &words);
+	rc = psc_p2p_reap(req, status, &words);
 	return psc_comm_result(c, rc, status, words, what);
 }
 

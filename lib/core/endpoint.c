@@ -1,6 +1,6 @@
 /*
  * The core endpoint's life: opening one on a fabric endpoint (tag layout,
- * queue depths, software-matching buffers), sharing it between
+ * queue depths, first messages' buffers), sharing it between
  * communicators with the same settings through the process's registry,
  * closing it in order, and the accessors the layers above use.
  */
@@ -16,8 +16,8 @@
 _Static_assert(sizeof(((struct ps_comm_request *)0)->scratch) <=
 		       PSC_MR_MIN_BOUNCE,
 	       "request scratch must fit a registration slot");
-_Static_assert(PSC_SW_HDR <= PSC_MR_SLOT_HDR,
-	       "a software-matching header must fit a slot's header room");
+_Static_assert(PSC_EP_FIRST_HDR <= PSC_MR_SLOT_HDR,
+	       "a first message's prefix must fit a slot's header room");
 
 /*
  * Every open endpoint of the process. Data progress is manual on most
@@ -135,24 +135,24 @@ static void ep_limits(struct psc_ep *ep)
 	/* Leave a quarter of the receive pool for unexpected messages. */
 	ep->post_limit[0] = PSC_MIN(c->tx_size, 64);
 	ep->post_limit[1] = c->rx_unbounded ? 0 : c->rx_size - c->rx_size / 4;
-	/* The tag rides in the CQ data where the profile trusts it. */
-	ep->sw_tag_in_data = c->sw_tag_in_data;
+	/* The immediate rides in the CQ data where the profile trusts it. */
+	ep->first_imm = c->sw_tag_in_data;
 	/*
 	 * The profile's eager size, or 8 KiB; untagged eager messages must
 	 * fit one provider message.
 	 */
-	ep->sw_eager = c->sw_eager ? c->sw_eager : PSC_SW_EAGER;
-	if (c->max_msg_size < PSC_SW_HDR + ep->sw_eager)
-		ep->sw_eager = c->max_msg_size > 2 * (size_t)PSC_SW_HDR
-				       ? c->max_msg_size - PSC_SW_HDR
-				       : PSC_SW_HDR;
+	ep->first_eager = c->sw_eager ? c->sw_eager : PSC_FIRST_EAGER;
+	if (c->max_msg_size < PSC_EP_FIRST_HDR + ep->first_eager)
+		ep->first_eager = c->max_msg_size > 2 * (size_t)PSC_EP_FIRST_HDR
+					  ? c->max_msg_size - PSC_EP_FIRST_HDR
+					  : PSC_EP_FIRST_HDR;
 }
 
 /* Free every request left; no completion can arrive any more. */
 static void free_requests(struct psc_ep *ep)
 {
 	pthread_mutex_lock(ep->lock);
-	psc_sw_forget(ep);
+	psc_first_detach(ep);
 	pthread_mutex_unlock(ep->lock);
 	/* A child goes with its parent, which would keep a dangling link. */
 	while (ep->live) {
@@ -164,7 +164,7 @@ static void free_requests(struct psc_ep *ep)
 	}
 }
 
-/* A new endpoint's own lock and matching queues. */
+/* A new endpoint's own lock and first-message hook. */
 static struct psc_ep_shared *shared_new(void)
 {
 	struct psc_ep_shared *sh = calloc(1, sizeof(*sh));
@@ -177,8 +177,9 @@ static struct psc_ep_shared *shared_new(void)
 }
 
 /*
- * ep leaves what it shares: its partner (if any) forgets it, the
- * arrivals that came on it go, and the last endpoint frees the rest.
+ * ep leaves what it shares: its partner (if any) forgets it, and the
+ * last endpoint frees the rest (the hook forgot ep's arrivals when its
+ * requests went, free_requests).
  */
 static void shared_drop(struct psc_ep *ep)
 {
@@ -188,14 +189,13 @@ static void shared_drop(struct psc_ep *ep)
 	pthread_mutex_lock(ep->lock);
 	if (ep->pair)
 		__atomic_store_n(&ep->pair->pair, NULL, __ATOMIC_RELEASE);
-	psc_sw_drop_unexp(sh, ep);
 	pthread_mutex_unlock(ep->lock);
 	pthread_mutex_lock(&eps_lock);
 	last = --sh->refs == 0;
 	pthread_mutex_unlock(&eps_lock);
 	if (!last)
 		return;
-	psc_sw_drop_unexp(sh, NULL);
+	psc_first_destroy(sh);
 	pthread_mutex_destroy(&sh->lock);
 	free(sh);
 }
@@ -237,7 +237,7 @@ static void ep_close(struct psc_ep *ep)
 	 */
 	free_requests(ep);
 	psc_fab_close(&ep->fab);
-	psc_sw_close(ep);
+	psc_first_close(ep);
 	psc_shmring_close(ep);
 	psc_fail_close(ep);
 	pthread_mutex_destroy(&ep->fail_lock);
@@ -262,6 +262,7 @@ static int ep_open(struct psc_ep **out, const struct psc_fab_config *cfg,
 	pthread_mutex_init(&ep->src_lock, NULL);
 	pthread_mutex_init(&ep->fail_lock, NULL);
 	ep->spin_us = cfg->params->spin_us;
+	psc_first_init(ep);
 	rc = psc_fab_open(&ep->fab, cfg, err, len);
 	if (rc) {
 		pthread_mutex_destroy(&ep->fail_lock);
@@ -273,7 +274,7 @@ static int ep_open(struct psc_ep **out, const struct psc_fab_config *cfg,
 	/* Providers with too few tag bits are refused when selected. */
 	ep->tag_format = ep->fab.caps.mem_tag_format;
 	ep_limits(ep);
-	if (ep->fab.caps.sw_match && (rc = psc_sw_open(ep)) != 0) {
+	if (ep->fab.caps.sw_match && (rc = psc_first_open(ep)) != 0) {
 		snprintf(err, len, "posting receive buffers on provider %s "
 			 "failed: %s", psc_fab_provider(&ep->fab),
 			 psc_fab_strerror(-rc));
@@ -281,7 +282,7 @@ static int ep_open(struct psc_ep **out, const struct psc_fab_config *cfg,
 		return rc;
 	}
 	if (ep->fab.caps.link == PSC_LINK_SHM && ep->fab.caps.sw_match &&
-	    ep->sw_tag_in_data && cfg->params->shm_ring &&
+	    ep->first_imm && cfg->params->shm_ring &&
 	    (rc = psc_shmring_open(ep)) != 0) {
 		snprintf(err, len, "out of memory");
 		ep_close(ep);
@@ -319,7 +320,7 @@ int psc_ep_acquire(struct psc_ep **out, const struct psc_fab_config *cfg,
 
 /*
  * Make a and b (just opened, unshared, no traffic yet) one pair: b takes
- * a's lock and matching queues, both take the narrower tag layout, and
+ * a's lock and first-message hook, both take the narrower tag layout, and
  * each progresses the other. False when they cannot pair: both must
  * match first messages in software, so that one queue of receives
  * serves both fabrics.
@@ -339,11 +340,16 @@ static bool ep_pair(struct psc_ep *a, struct psc_ep *b)
 	a->sh->refs++;
 	old->refs--;
 	pthread_mutex_unlock(&eps_lock);
-	/* Nothing can have arrived: no peer knows b's address yet. */
+	/*
+	 * Nothing can have arrived: no peer knows b's address yet, and no
+	 * hook is registered on a new endpoint.
+	 */
+	psc_first_destroy(old);
 	pthread_mutex_destroy(&old->lock);
 	free(old);
 	b->sh = a->sh;
 	b->lock = a->lock;
+	psc_first_pair(b);
 	a->pair = b;
 	b->pair = a;
 	return true;
@@ -520,12 +526,18 @@ uint64_t psc_ep_tag_format(const struct psc_ep *ep)
 
 size_t psc_ep_single_limit(const struct psc_ep *ep)
 {
-	return ep->fab.caps.sw_match ? ep->sw_eager : ep->fab.caps.max_msg_size;
+	return ep->fab.caps.sw_match ? ep->first_eager
+				     : ep->fab.caps.max_msg_size;
 }
 
 const char *psc_ep_provider(const struct psc_ep *ep)
 {
 	return psc_fab_provider(&ep->fab);
+}
+
+int psc_ep_rank(const struct psc_ep *ep)
+{
+	return ep->fab.rank;
 }
 
 const char *psc_ep_fell_back(const struct psc_ep *ep)
@@ -557,19 +569,6 @@ void psc_ep_set_spin(struct psc_ep *ep, double us)
 void psc_ep_set_lean_wait(struct psc_ep *ep, bool lean)
 {
 	ep->lean_wait = lean;
-}
-
-int psc_ep_post_first(struct psc_ep *ep, struct ps_comm_request *r)
-{
-	if (!ep->fab.caps.sw_match)
-		return psc_ep_post(ep, r);
-	if (r->kind == PSC_REQ_RECV) {
-		psc_sw_recv(ep, r);
-		return 0;
-	}
-	r->untagged = true;
-	psc_sw_encode_hdr(r);
-	return psc_ep_post(ep, r);
 }
 
 /* psc_ep_cancel_owner's work on one endpoint. Lock held. */

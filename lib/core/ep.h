@@ -27,7 +27,7 @@ struct psc_ep;
 /*
  * Get an endpoint for a communicator: the process's open endpoint opened
  * with the same settings if there is one, else a new one (psc_fab_open,
- * then the software-matching buffers when the provider needs them).
+ * then the first messages' receive buffers when the provider needs them).
  * *ctx receives the communicator's context id; ranks that create
  * communicators in the same order get the same ids (ctx NULL: none is
  * taken, for a communicator that keeps its id on another endpoint).
@@ -101,6 +101,8 @@ uint64_t psc_ep_tag_format(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
 const char *psc_ep_provider(const struct psc_ep *ep);
+/* The rank the endpoint was opened for, for log lines. */
+int psc_ep_rank(const struct psc_ep *ep);
 /*
  * The providers that failed to open before this endpoint's, each with
  * why ("P: STEP failed: WHY; ..."), or "" (lib/fabric's fell_back).
@@ -135,14 +137,85 @@ void psc_ep_set_lean_wait(struct psc_ep *ep, bool lean);
 
 /*
  * Hand r to libfabric, or queue it behind earlier ones when the provider
- * says EAGAIN. psc_ep_post_first posts the first piece of a message: on
- * providers matched in software, a send goes untagged with a header and
- * a receive is matched against arrivals. Lock held. Returns 0 or a
- * negative fi error for a failure that is not EAGAIN (r is then not
+ * says EAGAIN. A send with r->untagged set is a first message (below):
+ * it goes untagged, r->tag as its immediate, or the first
+ * PSC_EP_FIRST_HDR bytes of r->scratch as its prefix, then r->buf; on
+ * shm, through the peer's ring once there is one. Lock held. Returns 0
+ * or a negative fi error for a failure that is not EAGAIN (r is then not
  * posted).
  */
 int psc_ep_post(struct psc_ep *ep, struct ps_comm_request *r);
-int psc_ep_post_first(struct psc_ep *ep, struct ps_comm_request *r);
+
+/* ------------------------------------------------ first messages */
+
+/*
+ * On providers whose tag matching cannot be trusted (caps.sw_match), the
+ * layer above matches the first message of every send itself. The core
+ * only carries such messages: untagged, each with an opaque 64-bit
+ * immediate in the CQ data where the provider carries it intact
+ * (caps.sw_tag_in_data), else with a prefix of PSC_EP_FIRST_HDR bytes
+ * that the layer wrote and reads, then at most psc_ep_single_limit
+ * bytes; into receive buffers the core keeps posted, or on shm through
+ * rings in shared memory. Every arrival goes to the hook that layer
+ * registered (one per endpoint; a pair shares it), which matches it or
+ * keeps it. The core never reads the immediate but for its own value
+ * (all bits set), which the layer above never sends.
+ */
+#define PSC_EP_FIRST_HDR 16
+
+/*
+ * A first message arrived on ep: imm is its immediate (0 on an endpoint
+ * with prefixes, where data begins with the prefix), data its len bytes,
+ * valid for the call only. Called by the core inside progress, with the
+ * endpoint lock held (that of the pair, which shares it), never with the
+ * source list's or the registry's lock. It may match the message to a
+ * receive request and complete it (psc_req_move, psc_req_dispatch,
+ * psc_req_complete), keep a copy, or drop it with a log line; it may
+ * post (psc_ep_post), but never takes or drops the lock, never waits and
+ * never calls psc_progress. It returns nothing: the message is consumed.
+ */
+typedef void (*psc_first_fn)(void *arg, struct psc_ep *ep, uint64_t imm,
+			     const uint8_t *data, size_t len);
+
+/*
+ * The hook of a layer that matches first messages, registered with
+ * psc_ep_first_register. Every member is set.
+ */
+struct psc_first_ops {
+	size_t size; /* sizeof(struct psc_first_ops) */
+	/* arrivals on endpoints with an immediate, and with a prefix */
+	psc_first_fn arrive_imm;
+	psc_first_fn arrive_hdr;
+	/*
+	 * Make the state (arg) the hook works on, zeroed; NULL when out of
+	 * memory. Lock held.
+	 */
+	void *(*create)(void);
+	/*
+	 * r is being cancelled: if the layer holds it (a receive waiting
+	 * for its message), take it out and complete it with
+	 * -FI_ECANCELED, and return true; else false. Lock held.
+	 */
+	bool (*withdraw)(void *arg, struct ps_comm_request *r);
+	/*
+	 * ep closes: forget its requests and the arrivals that came on it
+	 * (its requests are freed next). Lock held.
+	 */
+	void (*detach)(void *arg, const struct psc_ep *ep);
+	/* The last endpoint sharing arg closed: free it. No lock. */
+	void (*destroy)(void *arg);
+};
+
+/*
+ * Register ops as the first-message hook of ep and of its partner, with
+ * a state ops->create makes; an endpoint that has ops already keeps
+ * its state. Takes the lock. Returns the state, or NULL when out of
+ * memory or when another hook is registered.
+ */
+void *psc_ep_first_register(struct psc_ep *ep,
+			    const struct psc_first_ops *ops);
+/* The registered hook's state, or NULL. Lock held. */
+void *psc_ep_first_arg(const struct psc_ep *ep);
 
 /*
  * Hold [buf, buf + len) registered for the children of a large message

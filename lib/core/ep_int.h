@@ -1,7 +1,8 @@
 /*
  * The core's private view of an endpoint: its fields, and the contracts
- * between the core's own files (requests, progress, software matching,
- * registration of request buffers). Included only under lib/core/.
+ * between the core's own files (requests, progress, first messages and
+ * their shm rings, registration of request buffers). Included only under
+ * lib/core/.
  */
 #ifndef PSC_EP_INT_H
 #define PSC_EP_INT_H
@@ -14,14 +15,15 @@
 
 /*
  * What the endpoints of a pair share (psc_ep_acquire_pair): the lock, and
- * the software-matching queues, so that the first message of either
- * fabric meets the receives of both in one posting order. An endpoint
- * alone has its own. refs (under eps_lock) counts the endpoints on it.
+ * the first-message hook with its state (psc_ep_first_register), so that
+ * the first message of either fabric meets the receives of both in one
+ * posting order. An endpoint alone has its own. refs (under eps_lock)
+ * counts the endpoints on it; first_ops and first_arg change under lock.
  */
 struct psc_ep_shared {
 	pthread_mutex_t lock;
-	struct ps_comm_request *sw_posted; /* software-matched receives */
-	struct psc_sw_unexp *sw_unexp;	   /* arrivals not yet wanted */
+	const struct psc_first_ops *first_ops; /* NULL: none registered */
+	void *first_arg;		       /* the hook's state */
 	int refs;
 };
 
@@ -43,11 +45,13 @@ struct psc_ep {
 	uint64_t tag_format;	       /* psc_ep_tag_format */
 	struct psc_req_queue txq, rxq; /* posts deferred by EAGAIN */
 	struct ps_comm_request *live;  /* every allocated request */
-	size_t sw_eager;		   /* largest untagged payload */
-	bool sw_tag_in_data;		   /* tag in CQ data, no header */
-	uint64_t sw_dropped;		   /* malformed arrivals dropped */
-	void *sw_slab;			   /* the software-matching buffers */
-	struct psc_shmring *shmring;	   /* shm rings (shmring.c), or NULL */
+	psc_first_fn first_fn;	       /* the hook (sh->first_ops), cached */
+	void *first_arg;	       /* its state (sh->first_arg) */
+	size_t first_eager;	       /* largest untagged payload */
+	bool first_imm;		       /* immediate in CQ data, no prefix */
+	uint64_t first_dropped;	       /* malformed arrivals dropped */
+	void *first_slab;	       /* the first messages' buffers */
+	struct psc_shmring *shmring;   /* shm rings (shmring.c), or NULL */
 	size_t posted[2];	       /* sends, receives libfabric holds */
 	size_t posted_bounces;	       /* of posted[1]: bounce buffers */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
@@ -95,13 +99,6 @@ static inline void psc_prov_exit(struct psc_ep *ep)
 	__atomic_store_n(&ep->prov_seq, ep->prov_seq + 1, __ATOMIC_RELEASE);
 }
 
-/*
- * Move r (not posted, no children) from its endpoint's live list to
- * ep's, whose lock is the same (a pair): a receive matched in software
- * by a message that arrived on ep continues there. Lock held.
- */
-void psc_req_move(struct ps_comm_request *r, struct psc_ep *ep);
-
 /* Free the failed-owner records at close. */
 void psc_fail_close(struct psc_ep *ep);
 
@@ -115,80 +112,62 @@ void psc_ep_each_other(const struct psc_ep *self,
 		       void (*fn)(struct psc_ep *));
 int psc_ep_count(void);
 
-
-/*
- * Deliver a completion for r (from the CQ or from software matching):
- * r's ops decide whether it goes on or with what it completes. Lock held.
- */
-void psc_req_dispatch(struct ps_comm_request *r,
-		      const struct fi_cq_tagged_entry *ev);
-
 /* Cancel every piece of r that libfabric still holds. Lock held. */
 void psc_req_cancel_tree(struct ps_comm_request *r);
 
-/* ---------------------------------------------- software matching */
+/* ------------------------------------------ first messages (first.c) */
 
 /*
- * Header and default largest eager payload of a software-matched first
- * message (ep->sw_eager: the profile's caps.sw_eager instead when set,
- * less when the provider's max_msg_size is smaller).
+ * Default largest eager payload of a first message (ep->first_eager: the
+ * profile's caps.sw_eager instead when set, less when the provider's
+ * max_msg_size is smaller).
  */
-#define PSC_SW_HDR 16
-#define PSC_SW_EAGER 8192
+#define PSC_FIRST_EAGER 8192
 
 /*
- * The one first-message tag that is the core's own: a shared-memory
- * ring's announcement (shmring.c). Software matching hands it to the
- * rings instead of matching it; the layers above never make it (p2p's
- * tags leave their protocol field's top value unused, p2p/tag.h).
+ * The one immediate that is the core's own: a shared-memory ring's
+ * announcement (shmring.c), which never reaches the hook. The layers
+ * above never send it (p2p's tags leave their protocol field's top
+ * value unused, p2p/tag.h).
  */
-#define PSC_SW_CORE_TAG UINT64_MAX
+#define PSC_FIRST_CORE_IMM UINT64_MAX
 
-struct psc_sw_unexp;
-
+/* Give a new endpoint the hook that drops what arrives (none yet). */
+void psc_first_init(struct psc_ep *ep);
+/* Post the endpoint's receive buffers (caps.sw_match). Returns 0/-errno. */
+int psc_first_open(struct psc_ep *ep);
 /*
- * A first message (tag, len bytes at data) arrived on ep: deliver it to
- * the first posted receive it matches, or keep a copy in arrival order
- * until one comes. data is not used after the call. Lock held.
- */
-void psc_sw_match(struct psc_ep *ep, uint64_t tag, const uint8_t *data,
-		  size_t len);
-
-/* Post the endpoint's bounce buffers (caps.sw_match). Returns 0/-errno. */
-int psc_sw_open(struct psc_ep *ep);
-/*
- * Free the bounce buffers (at close, after psc_fab_close dropped their
+ * Free the receive buffers (at close, after psc_fab_close dropped their
  * registration).
  */
-void psc_sw_close(struct psc_ep *ep);
+void psc_first_close(struct psc_ep *ep);
+/* ep joined a pair: take the pair's hook. Lock held. */
+void psc_first_pair(struct psc_ep *ep);
 /*
- * Free the arrivals nobody received: those that came on ep (its
- * endpoint closes, so the rest of their messages never comes), or all
- * of them (ep NULL: the last endpoint on sh closes). Lock held or sh no
- * longer shared.
+ * ep closes: the hook forgets its receives and the arrivals that came on
+ * it (ops->detach). Lock held.
  */
-void psc_sw_drop_unexp(struct psc_ep_shared *sh, const struct psc_ep *ep);
+void psc_first_detach(struct psc_ep *ep);
+/* The last endpoint on sh closed: free the hook's state. */
+void psc_first_destroy(struct psc_ep_shared *sh);
+/* Withdraw r from the hook's layer (ops->withdraw). Lock held. */
+bool psc_first_withdraw(struct psc_ep *ep, struct ps_comm_request *r);
 /*
- * Write r's tag and length into r->scratch for an untagged send (unused
- * when the tag travels as CQ data).
+ * A receive buffer b got a first message: hand it to the hook (a ring's
+ * announcement to psc_shmring_accept), then repost b. Lock held.
  */
-void psc_sw_encode_hdr(struct ps_comm_request *r);
+void psc_first_arrival(struct psc_ep *ep, struct ps_comm_request *b,
+		       const struct fi_cq_tagged_entry *ev);
+
 /*
- * A bounce buffer b received got bytes: match it to the first fitting
- * receive or keep it (PSC_SW_CORE_TAG goes to psc_shmring_accept), then
- * repost b. Lock held.
+ * Hand one first message to ep's hook, inline: the one indirect call of
+ * a delivery. Lock held, inside progress.
  */
-void psc_sw_arrival(struct psc_ep *ep, struct ps_comm_request *b,
-		    const struct fi_cq_tagged_entry *ev);
-/* Match first receive r against kept arrivals, or queue it. Lock held. */
-void psc_sw_recv(struct psc_ep *ep, struct ps_comm_request *r);
-/*
- * Take ep's receives out of the matching queue, which its partner keeps
- * (ep closes, and its requests are freed). Lock held.
- */
-void psc_sw_forget(struct psc_ep *ep);
-/* Withdraw a queued receive; true if it was queued. Lock held. */
-bool psc_sw_cancel(struct psc_ep *ep, struct ps_comm_request *r);
+static inline void psc_first_deliver(struct psc_ep *ep, uint64_t imm,
+				     const uint8_t *data, size_t len)
+{
+	ep->first_fn(ep->first_arg, ep, imm, data, len);
+}
 
 
 /* ------------------------------------------ request buffer registration */
@@ -233,7 +212,10 @@ int psc_reqmr_hold(struct psc_ep *ep, struct ps_comm_request *parent,
 
 struct psc_shmring;
 
-/* Give ep (shm, software matching) its ring state. Returns 0/-ENOMEM. */
+/*
+ * Give ep (shm, first messages with an immediate) its ring state.
+ * Returns 0/-ENOMEM.
+ */
 int psc_shmring_open(struct psc_ep *ep);
 /*
  * Unmap every ring at close; a ring's name stays for its receiver when
@@ -248,16 +230,17 @@ void psc_shmring_close(struct psc_ep *ep);
 int psc_shmring_send(struct psc_ep *ep, struct ps_comm_request *r);
 /*
  * After a first message to addr went through libfabric: create the ring
- * for addr if there is none and announce it (PSC_SW_CORE_TAG); once the
+ * for addr if there is none and announce it (PSC_FIRST_CORE_IMM); once the
  * announcement is sent, psc_shmring_send takes the next ones. Lock held.
  */
 void psc_shmring_offer(struct psc_ep *ep, fi_addr_t addr);
 /* An announcement arrived (len bytes at data): map that ring. Lock held. */
 void psc_shmring_accept(struct psc_ep *ep, const uint8_t *data, size_t len);
 /*
- * Deliver what the mapped rings hold, in each ring's order, through
- * psc_sw_match. Returns how many messages. Lock held, inside progress
- * (ep->in_progress), so that no delivery polls the rings again.
+ * Deliver what the mapped rings hold, in each ring's order, to the
+ * first-message hook (psc_first_deliver). Returns how many messages.
+ * Lock held, inside progress (ep->in_progress), so that no delivery polls
+ * the rings again.
  */
 int psc_shmring_poll(struct psc_ep *ep);
 /*

@@ -27,17 +27,18 @@
 #define LEAN_YIELDS 4
 
 /*
- * A software-matched first message through libfabric: the tag as CQ
- * data, or a header in front of the payload.
+ * A first message through libfabric: the immediate (r->tag) as CQ data,
+ * or the prefix the layer above wrote in r->scratch before the payload.
  */
 static ssize_t post_untagged_fab(struct psc_ep *ep, struct ps_comm_request *r,
 				 bool *injected)
 {
-	struct iovec iov[2] = {{r->scratch, PSC_SW_HDR}, {r->buf, r->len}};
-	uint8_t flat[PSC_SW_HDR + PSC_SW_EAGER];
+	struct iovec iov[2] = {{r->scratch, PSC_EP_FIRST_HDR},
+			       {r->buf, r->len}};
+	uint8_t flat[PSC_EP_FIRST_HDR + PSC_FIRST_EAGER];
 	bool small;
 
-	if (ep->sw_tag_in_data) {
+	if (ep->first_imm) {
 		void *buf = r->buf, *desc = NULL;
 		int rc;
 
@@ -52,18 +53,21 @@ static ssize_t post_untagged_fab(struct psc_ep *ep, struct ps_comm_request *r,
 		return fi_senddata(ep->fab.ep, buf, r->len, desc, r->tag, r->addr,
 				   &r->fctx);
 	}
-	small = !r->no_inject && PSC_SW_HDR + r->len <= ep->fab.caps.inject_size &&
-		PSC_SW_HDR + r->len <= sizeof(flat);
+	small = !r->no_inject &&
+		PSC_EP_FIRST_HDR + r->len <= ep->fab.caps.inject_size &&
+		PSC_EP_FIRST_HDR + r->len <= sizeof(flat);
 	if (small) {
-		memcpy(flat, r->scratch, PSC_SW_HDR);
-		memcpy(flat + PSC_SW_HDR, r->buf, r->len);
+		memcpy(flat, r->scratch, PSC_EP_FIRST_HDR);
+		memcpy(flat + PSC_EP_FIRST_HDR, r->buf, r->len);
 		*injected = true;
-		return fi_inject(ep->fab.ep, flat, PSC_SW_HDR + r->len, r->addr);
+		return fi_inject(ep->fab.ep, flat, PSC_EP_FIRST_HDR + r->len,
+				 r->addr);
 	}
 	if (ep->fab.mr_local) {
 		void *desc[2];
 		size_t n;
-		int rc = psc_reqmr_prepare_hdr(ep, r, r->scratch, PSC_SW_HDR,
+		int rc = psc_reqmr_prepare_hdr(ep, r, r->scratch,
+						PSC_EP_FIRST_HDR,
 						iov, desc, &n);
 
 		return rc ? rc : fi_sendv(ep->fab.ep, iov, desc, n, r->addr,
@@ -294,7 +298,7 @@ static void handle_completion(struct psc_ep *ep,
 	/* Copy a small receive out of its slot before anyone reads it. */
 	psc_reqmr_done(ep, r, ev->len);
 	if (r->kind == PSC_REQ_BOUNCE)
-		psc_sw_arrival(ep, r, ev);
+		psc_first_arrival(ep, r, ev);
 	else
 		psc_req_dispatch(r, ev);
 }
@@ -451,7 +455,7 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 {
 	struct psc_req_queue *q = queue_of(ep, r);
 
-	if (psc_sw_cancel(ep, r))
+	if (psc_first_withdraw(ep, r))
 		return;
 	if (r->state == PSC_REQ_QUEUED) {
 		if (psc_queue_remove(q, r))

@@ -27,7 +27,7 @@ enum psc_req_kind {
 	PSC_REQ_SEND,
 	PSC_REQ_RECV,
 	PSC_REQ_PARENT,	 /* several operations: its children do the work */
-	PSC_REQ_BOUNCE,	 /* an endpoint's software-matching buffer */
+	PSC_REQ_BOUNCE,	 /* a receive buffer of first messages */
 	PSC_REQ_GENERIC, /* no libfabric operation: its owner completes it */
 };
 enum psc_req_state { PSC_REQ_QUEUED, PSC_REQ_POSTED, PSC_REQ_DONE };
@@ -43,7 +43,8 @@ struct ps_comm_request;
 struct psc_req_ops {
 	size_t size; /* sizeof(struct psc_req_ops) */
 	/*
-	 * A completion for r arrived (or software matching delivered one).
+	 * A completion for r arrived (or the layer that matches first
+	 * messages delivered one).
 	 * Lock held. Return 1 if r goes on (more operations posted), else
 	 * the result r completes with: 0 or an internal code. NULL: a plain
 	 * operation whose length is checked against the sender's.
@@ -87,7 +88,7 @@ struct ps_comm_request {
 	struct ps_comm_request *live_prev, *live_next; /* the endpoint's */
 	bool abandoned;	      /* owner gone: free when done */
 	bool expect_trunc;    /* chunk past the buffer: truncation is ok */
-	bool untagged;	      /* software matching: header in scratch */
+	bool untagged;	      /* a first message (core/ep.h): untagged */
 	bool owns_buf;	      /* buf is malloc'd: free it with the request */
 	bool no_inject;	      /* complete only once the provider sent it */
 	bool cancel_asked;    /* pscomm called fi_cancel on it */
@@ -129,6 +130,21 @@ void psc_req_complete(struct ps_comm_request *r, int err);
  */
 void psc_req_set_errmsg(struct ps_comm_request *r, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Deliver a completion for r (from the CQ, or from the layer that matched
+ * a first message to r): r's ops decide whether it goes on or with what
+ * it completes. Lock held.
+ */
+void psc_req_dispatch(struct ps_comm_request *r,
+		      const struct fi_cq_tagged_entry *ev);
+
+/*
+ * Move r (not posted, no children) from its endpoint's live list to
+ * ep's, whose lock is the same (a pair): a receive matched by a first
+ * message that arrived on ep continues there. Lock held.
+ */
+void psc_req_move(struct ps_comm_request *r, struct psc_ep *ep);
 
 void psc_queue_push(struct psc_req_queue *q, struct ps_comm_request *r);
 struct ps_comm_request *psc_queue_pop(struct psc_req_queue *q);

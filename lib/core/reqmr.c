@@ -49,7 +49,7 @@ int psc_reqmr_prepare(struct psc_ep *ep, struct ps_comm_request *r,
 		*desc = m->desc;
 		return 0;
 	}
-	/* Pinned ranges first: the software-matching buffers, user ones. */
+	/* Pinned ranges first: the first messages' buffers, user ones. */
 	if (psc_mr_acquire_pinned(ep->fab.mr, r->buf, r->len, &r->mr) == 0) {
 		*desc = r->mr->desc;
 		return 0;

@@ -10,14 +10,15 @@
  * large-message headers, collective and control messages) instead: the
  * sender copies the message into the next slot and publishes it with one
  * release store of the slot's sequence number; the receiver's progress
- * sees that number, matches the message like any other arrival
- * (psc_sw_match) and frees the slot by advancing head. A large message's
- * chunks still go through libfabric, straight into the user's buffer.
+ * sees that number, hands the message to the first-message hook like
+ * any other arrival (psc_first_deliver) and frees the slot by advancing
+ * head. A large message's chunks still go through libfabric, straight
+ * into the user's buffer.
  *
  * One ring per sender endpoint and destination address, created by the
  * sender in /dev/shm when it first sends there. Its name travels as the
  * last first message that pair sends through libfabric, with the core's
- * own tag (PSC_SW_CORE_TAG);
+ * own immediate (PSC_FIRST_CORE_IMM);
  * every later first message goes through the ring, so the receiver, which
  * reads a ring only after its announcement, sees them in sending order.
  * The receiver maps the ring and unlinks its name. Both sides only read
@@ -90,7 +91,7 @@ struct ring_hdr {
 /* A slot: the sequence number goes last, and publishes the rest. */
 struct ring_slot {
 	uint64_t seq; /* k + 1 once message k is in the slot */
-	uint64_t tag;
+	uint64_t imm; /* the message's immediate (core/ep.h) */
 	uint64_t len;
 	uint8_t data[];
 };
@@ -125,7 +126,7 @@ struct psc_shmring {
 	size_t ntx;
 	struct ring_rx *rx;
 	size_t nrx, rxcap;
-	size_t cap;	    /* payload bytes a slot holds (ep->sw_eager) */
+	size_t cap;	    /* payload bytes a slot holds (ep->first_eager) */
 	bool warned;
 	bool bell_heard;    /* atomic: a bell woke a sleeper (logged once) */
 };
@@ -151,7 +152,7 @@ int psc_shmring_open(struct psc_ep *ep)
 
 	if (!g)
 		return -ENOMEM;
-	g->cap = ep->sw_eager;
+	g->cap = ep->first_eager;
 	ep->shmring = g;
 	return 0;
 }
@@ -270,7 +271,7 @@ int psc_shmring_send(struct psc_ep *ep, struct ps_comm_request *r)
 			return -FI_EAGAIN;
 	}
 	s = slot_at(t->h, RING_SLOTS, (uint32_t)slot_size(g->cap), t->tail);
-	s->tag = r->tag;
+	s->imm = r->tag;
 	s->len = r->len;
 	if (r->len)
 		psc_copy(s->data, r->buf, r->len);
@@ -284,7 +285,6 @@ void psc_shmring_offer(struct psc_ep *ep, fi_addr_t addr)
 {
 	struct psc_shmring *g = ep->shmring;
 	struct ring_tx *t = tx_of(g, addr);
-	uint64_t tag;
 	ssize_t rc;
 
 	if (!t || t->state == TX_ON || t->state == TX_OFF)
@@ -304,10 +304,9 @@ void psc_shmring_offer(struct psc_ep *ep, fi_addr_t addr)
 		}
 		t->state = TX_READY;
 	}
-	tag = PSC_SW_CORE_TAG;
 	psc_prov_enter(ep, "fi_injectdata", addr);
-	rc = fi_injectdata(ep->fab.ep, t->name, strlen(t->name) + 1, tag,
-			   addr);
+	rc = fi_injectdata(ep->fab.ep, t->name, strlen(t->name) + 1,
+			   PSC_FIRST_CORE_IMM, addr);
 	psc_prov_exit(ep);
 	/* Not sent (a full queue): the next send to addr offers again. */
 	if (rc == 0)
@@ -523,7 +522,7 @@ int psc_shmring_poll(struct psc_ep *ep)
 			uint64_t len = s->len;
 
 			if (len <= cap)
-				psc_sw_match(ep, s->tag, s->data, len);
+				psc_first_deliver(ep, s->imm, s->data, len);
 			else
 				psc_log(PSC_LOG_WARN, ep->fab.rank, "shm: "
 					"dropping a ring message of %llu "

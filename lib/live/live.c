@@ -1,14 +1,17 @@
 /*
- * The liveness monitor of a world communicator (contract in live.h).
+ * The liveness monitor of a world communicator (contract in live.h):
+ * deaths, frames and the monitor thread. The calls that open, join,
+ * watch and leave, and the watchdog, are in live_api.c.
  *
  * Wire format on a star link, both ways: frames of an 8-byte header
  * (type, 0, payload length as 16 bits, rank as 32 bits, big-endian) and
  * at most FRAME_MAX bytes of payload. A link opens with the job key's
  * handshake (net/auth.h): HELLO (rank: the sender; payload: its nonce),
- * CHAL from rank 0 (its nonce and MAC), PROOF (the sender's MAC); until
- * the proof checks out, the link is a stranger's, which gets a short
- * deadline and one of at most PS_COMM_UNAUTH_MAX places (the oldest goes
- * first) and whose loss is no death. BEAT says "alive"; DEAD
+ * CHAL from rank 0 (its nonce and MAC), PROOF (the sender's MAC). Rank
+ * 0 serves the star on the listener (net/listener.h): until the proof
+ * checks out, a connection is a stranger's, which gets a short deadline
+ * and one of at most PS_COMM_UNAUTH_MAX places (the oldest goes first),
+ * and whose loss is no death; the monitor never sees it. BEAT says "alive"; DEAD
  * (rank: the dead one; payload: the words) reports or relays a death;
  * BYE says the sender leaves in good order, and rank 0 answers it with
  * its own BYE once it told the others with LEFT (rank: the one leaving),
@@ -35,114 +38,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "live/live.h"
+#include "live/live_int.h"
 #include "net/auth.h"
 #include "provider.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/util.h"
 
-enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF };
-
-#define HDR 8
-#define FRAME_MAX 480
-#define UNBOUND_S 5.0	      /* how long a link may take to authenticate */
-#define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
-#define TICK_MS 100	      /* the thread's period: checks, watchdog */
-#define SUSPECT_S 5.0	      /* rank 0's verdict on a reported death */
-
-enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
-
-struct peer {
-	char host[64];
-	char addr[80];	      /* rank 0: its listener, "ip:port" */
-	char proc[96];	      /* kernel and pid namespace */
-	int pid;
-	int pidfd;	      /* same kernel and pid namespace, else -1 */
-	enum peer_state state;
-	char *dead;	      /* words of its death */
-	char *suspect;	      /* seen dead here, reported to rank 0 */
-	double suspect_at;
-	double left_at;	      /* when it left (P_LEFT) */
-	bool left_failed;     /* what still waits for it was failed */
-};
-
-struct link {
-	int fd;
-	int rank;	      /* -1 until its PROOF checks out */
-	int claim;	      /* the rank its HELLO claims, or -1 */
-	struct psc_auth_hs hs;
-	double since, last_rx, last_tx;
-	size_t inlen;
-	bool reading;	      /* link_read is handling its frames */
-	uint8_t in[HDR + FRAME_MAX];
-};
-
-struct watch {
-	struct psc_ep *ep;
-	const void *owner;
-	uint32_t ctx;
-	int n;
-	int *world;
-	fi_addr_t *addrs;
-	bool failed;
-	struct psc_ep_probe last; /* watchdog: the call seen last */
-	double since;		  /* ... first seen at */
-	struct watch *next;
-};
-
-struct psc_live {
-	struct psc_live_config cfg;
-	struct psc_iface iface;
-	double beat;
-	int listen_fd;
-	char addr[80];
-	struct psc_auth_key key;
-	char proc[96];
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	pthread_t thread;
-	bool running, stop, left;
-	int wake[2];
-	int refs;
-	double started;
-	int first;		/* the first rank that died, or -1 */
-	struct peer *peers;
-	struct link *links;
-	int nlinks, maxlinks;
-	struct watch *watches;
-};
-
 /* ---------------------------------------------------------- helpers */
-
-/* "<boot id>/<pid namespace>": processes that can watch each other. */
-static void proc_identity(char *buf, size_t len)
-{
-	char boot[64] = "", ns[64] = "";
-	FILE *f = fopen("/proc/sys/kernel/random/boot_id", "r");
-	ssize_t n;
-
-	if (f) {
-		if (!fgets(boot, sizeof(boot), f))
-			boot[0] = '\0';
-		fclose(f);
-		boot[strcspn(boot, "\n")] = '\0';
-	}
-	n = readlink("/proc/self/ns/pid", ns, sizeof(ns) - 1);
-	ns[n > 0 ? n : 0] = '\0';
-	snprintf(buf, len, "%s/%s", boot[0] ? boot : "-", ns[0] ? ns : "-");
-}
-
-static int pidfd_open(int pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	(void)pid;
-	errno = ENOSYS;
-	return -1;
-#endif
-}
 
 /*
  * A link's socket: non-blocking, and without Nagle's delay. A frame held
@@ -150,7 +53,7 @@ static int pidfd_open(int pid)
  * exits right after (closing with unread data resets the connection and
  * drops what was queued), and a death it relays would never arrive.
  */
-static void link_setup(int fd)
+void psc_live_link_setup(int fd)
 {
 	int one = 1;
 
@@ -159,7 +62,7 @@ static void link_setup(int fd)
 }
 
 /* Send one frame without blocking; false when the link is broken. */
-static bool send_frame(struct link *k, int type, int rank, const void *pl,
+bool psc_live_send(struct link *k, int type, int rank, const void *pl,
 		       size_t plen)
 {
 	uint8_t f[HDR + FRAME_MAX];
@@ -174,6 +77,13 @@ static bool send_frame(struct link *k, int type, int rank, const void *pl,
 	if (plen)
 		/* cppcheck-suppress nullPointer */
 		memcpy(f + HDR, pl, plen);
+	if (k->lc) {
+		int rc = psc_lsn_send(k->lc, f, HDR + plen);
+
+		if (rc == 0 || rc == -EAGAIN)
+			k->last_tx = psc_now();
+		return rc == 0 || rc == -EAGAIN;
+	}
 	n = send(k->fd, f, HDR + plen, MSG_NOSIGNAL | MSG_DONTWAIT);
 	if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
 		/* A partial frame would garble the stream: a full buffer
@@ -186,15 +96,15 @@ static bool send_frame(struct link *k, int type, int rank, const void *pl,
 	return false;
 }
 
-static struct link *link_of(struct psc_live *l, int rank)
+struct link *psc_live_link_of(struct psc_live *l, int rank)
 {
 	for (int i = 0; i < l->nlinks; i++)
-		if (l->links[i].fd >= 0 && l->links[i].rank == rank)
+		if (psc_live_link_up(&l->links[i]) && l->links[i].rank == rank)
 			return &l->links[i];
 	return NULL;
 }
 
-static void wake_thread(struct psc_live *l)
+void psc_live_wake(struct psc_live *l)
 {
 	char c = 0;
 
@@ -206,7 +116,7 @@ static void wake_thread(struct psc_live *l)
 /* ----------------------------------------------------------- deaths */
 
 
-static bool is_local(const struct psc_live *l, int r)
+bool psc_live_is_local(const struct psc_live *l, int r)
 {
 	return strcmp(l->peers[r].proc, l->proc) == 0;
 }
@@ -218,7 +128,7 @@ static bool is_local(const struct psc_live *l, int r)
  */
 static void poison(struct psc_live *l, int r)
 {
-	if (!is_local(l, r))
+	if (!psc_live_is_local(l, r))
 		return;
 	for (struct watch *w = l->watches; w; w = w->next)
 		for (int i = 0; i < w->n; i++)
@@ -283,7 +193,11 @@ static void fail_watches(struct psc_live *l, int r, int err,
  */
 static void close_link(struct link *k)
 {
-	close(k->fd);
+	if (k->lc)
+		psc_lsn_close(k->lc);
+	else if (k->fd >= 0)
+		close(k->fd);
+	k->lc = NULL;
 	k->fd = -1;
 	k->rank = -1;
 }
@@ -293,7 +207,7 @@ static void compact(struct psc_live *l)
 	int n = 0;
 
 	for (int i = 0; i < l->nlinks; i++)
-		if (l->links[i].fd >= 0)
+		if (psc_live_link_up(&l->links[i]))
 			l->links[n++] = l->links[i];
 	l->nlinks = n;
 }
@@ -330,15 +244,15 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 	/* Relay first: this process may exit as soon as it fails. */
 	if (l->cfg.rank == 0)
 		for (int i = 0; i < l->nlinks; i++)
-			if (l->links[i].fd >= 0 && l->links[i].rank > 0 &&
-			    l->links[i].rank != r)
-				send_frame(&l->links[i], F_DEAD, r, words,
+			if (psc_live_link_up(&l->links[i]) &&
+			    l->links[i].rank > 0 && l->links[i].rank != r)
+				psc_live_send(&l->links[i], F_DEAD, r, words,
 					   strlen(words));
 	poison(l, r);
 	fail_watches(l, r, -ECONNRESET, words);
 	if (exited(p->pidfd))
 		gone(l, r);
-	if ((k = link_of(l, r)) != NULL)
+	if ((k = psc_live_link_of(l, r)) != NULL)
 		close_link(k);
 	/* Its pidfd stays until the process is gone (a link closes first). */
 	pthread_cond_broadcast(&l->cond);
@@ -354,9 +268,11 @@ static void link_read(struct psc_live *l, struct link *k);
  */
 static void read_link_of(struct psc_live *l, int rank)
 {
-	struct link *k = link_of(l, rank);
+	struct link *k = psc_live_link_of(l, rank);
 
-	if (k && !k->reading)
+	if (k && k->lc)
+		psc_lsn_read(k->lc);
+	else if (k && !k->reading)
 		link_read(l, k);
 }
 
@@ -378,7 +294,7 @@ static void suspect(struct psc_live *l, int r, const char *words)
 
 	if (l->cfg.rank && r != 0)
 		read_link_of(l, 0);
-	k = l->cfg.rank ? link_of(l, 0) : NULL;
+	k = l->cfg.rank ? psc_live_link_of(l, 0) : NULL;
 	if (p->state == P_DEAD || p->state == P_LEFT)
 		return;
 	if (!k || r == 0) {
@@ -392,7 +308,7 @@ static void suspect(struct psc_live *l, int r, const char *words)
 	p->suspect_at = psc_now();
 	if (!p->suspect) {
 		mark_dead(l, r, words);
-	} else if (!send_frame(k, F_DEAD, r, words, strlen(words))) {
+	} else if (!psc_live_send(k, F_DEAD, r, words, strlen(words))) {
 		/*
 		 * Rank 0 cannot be told: its link broke (reset by its
 		 * exit while this thread was between poll and here). Its
@@ -405,7 +321,7 @@ static void suspect(struct psc_live *l, int r, const char *words)
 }
 
 /* suspect() with words built from r's identity and the evidence. */
-static void peer_died(struct psc_live *l, int r, const char *evidence)
+void psc_live_peer_died(struct psc_live *l, int r, const char *evidence)
 {
 	char w[FRAME_MAX];
 	const struct peer *p = &l->peers[r];
@@ -422,7 +338,7 @@ static void link_lost(struct psc_live *l, struct link *k, const char *why)
 
 	close_link(k);
 	if (r >= 0 && l->peers[r].state != P_LEFT)
-		peer_died(l, r, why);
+		psc_live_peer_died(l, r, why);
 }
 
 /* Fail the watched communicator ctx: rank `from` aborted it. */
@@ -445,52 +361,17 @@ static void aborted(struct psc_live *l, int from, const uint8_t *pl,
 	if (l->cfg.rank == 0)
 		for (int i = 0; i < l->nlinks; i++)
 			if (l->links[i].rank > 0 && l->links[i].rank != from)
-				send_frame(&l->links[i], F_ABORT, from, pl,
+				psc_live_send(&l->links[i], F_ABORT, from, pl,
 					   plen);
 }
 
 /* -------------------------------------------------------- receiving */
 
 /* What a liveness handshake binds: the claimed rank and the size. */
-static void live_bind(uint8_t *b, int r, int size)
+void psc_live_bind(uint8_t *b, int r, int size)
 {
 	psc_be_put(b, (uint32_t)r, 4);
 	psc_be_put(b + 4, (uint32_t)size, 4);
-}
-
-/* A HELLO on a stranger's link (rank 0): challenge it, or false. */
-static bool hello(struct psc_live *l, struct link *k, int r,
-		  const uint8_t *pl, size_t plen)
-{
-	uint8_t bind[8], chal[PSC_AUTH_CHAL_LEN];
-
-	if (k->claim >= 0 || r <= 0 || r >= l->cfg.size ||
-	    l->peers[r].state != P_PENDING)
-		return false;
-	live_bind(bind, r, l->cfg.size);
-	if (psc_auth_server_chal(&k->hs, &l->key, PSC_AUTH_LIVE, bind,
-				 sizeof(bind), pl, plen, NULL, chal) != 0)
-		return false;
-	k->claim = r;
-	return send_frame(k, F_CHAL, 0, chal, sizeof(chal));
-}
-
-/* Its PROOF: it knows the key, so bind the link to its rank. */
-static bool proof(struct psc_live *l, struct link *k, int r,
-		  const uint8_t *pl, size_t plen)
-{
-	if (k->claim < 0 || r != k->claim ||
-	    psc_auth_server_check(&k->hs, pl, plen) != 0) {
-		psc_log(PSC_LOG_WARN, 0, "liveness: dropped a connection that "
-			"does not know this job's PS_COMM_JOB_KEY");
-		return false;
-	}
-	if (l->peers[r].state != P_PENDING)
-		return false;
-	k->rank = r;
-	l->peers[r].state = P_UP;
-	psc_log(PSC_LOG_DEBUG, 0, "liveness: rank %d joined", r);
-	return true;
 }
 
 /* Rank r left in good order: its exit is no death. Lock held. */
@@ -516,9 +397,6 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 {
 	char w[FRAME_MAX + 1];
 
-	if (k->rank < 0)
-		return (type == F_HELLO && hello(l, k, r, pl, plen)) ||
-		       (type == F_PROOF && proof(l, k, r, pl, plen));
 	switch (type) {
 	case F_BEAT:
 		return true;
@@ -534,7 +412,7 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		/* From rank 0, a verdict; at rank 0, a report to judge. */
 		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size &&
 		    l->peers[r].state == P_LEFT)
-			send_frame(k, F_LEFT, r, NULL, 0);
+			psc_live_send(k, F_LEFT, r, NULL, 0);
 		else
 			mark_dead(l, r, w);
 		return true;
@@ -542,11 +420,11 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		left(l, k->rank);
 		if (l->cfg.rank == 0) {
 			for (int i = 0; i < l->nlinks; i++)
-				if (l->links[i].fd >= 0 &&
+				if (psc_live_link_up(&l->links[i]) &&
 				    l->links[i].rank > 0 && &l->links[i] != k)
-					send_frame(&l->links[i], F_LEFT,
+					psc_live_send(&l->links[i], F_LEFT,
 						   k->rank, NULL, 0);
-			send_frame(k, F_BYE, 0, NULL, 0);
+			psc_live_send(k, F_BYE, 0, NULL, 0);
 		}
 		return true;
 	case F_LEFT:
@@ -637,135 +515,6 @@ static void link_read_frames(struct psc_live *l, struct link *k)
 	}
 }
 
-/* Rank 0: take a new connection; it must say HELLO soon. Lock held. */
-static void accept_link(struct psc_live *l)
-{
-	int fd = accept4(l->listen_fd, NULL, NULL,
-			 SOCK_NONBLOCK | SOCK_CLOEXEC);
-	struct link *oldest = NULL, *spare = NULL, *k;
-	int unbound = 0;
-
-	if (fd < 0)
-		return;
-	link_setup(fd);
-	for (int i = 0; i < l->nlinks; i++) {
-		k = &l->links[i];
-		if (k->fd < 0 && !spare)
-			spare = k;
-		if (k->fd < 0 || k->rank >= 0)
-			continue;
-		unbound++;
-		if (!oldest || k->since < oldest->since)
-			oldest = k;
-	}
-	/*
-	 * The oldest stranger makes room, and the newcomer takes its slot
-	 * (no compaction here: the thread's poll set still indexes links).
-	 */
-	if (oldest && (unbound >= l->cfg.unauth_max ||
-		       l->nlinks >= l->maxlinks)) {
-		close_link(oldest);
-		k = oldest;
-	} else if (l->nlinks < l->maxlinks) {
-		k = &l->links[l->nlinks++];
-	} else if (spare) {
-		k = spare;
-	} else {
-		close(fd);
-		return;
-	}
-	memset(k, 0, sizeof(*k));
-	k->fd = fd;
-	k->rank = -1;
-	k->claim = -1;
-	k->since = psc_now();
-	k->last_rx = psc_now();
-}
-
-/* ---------------------------------------------------------- watchdog */
-
-/* The world rank that fabric address a of watch w stands for, or -1. */
-static int rank_of_addr(const struct watch *w, fi_addr_t a)
-{
-	for (int i = 0; a != FI_ADDR_UNSPEC && i < w->n; i++)
-		if (w->addrs[i] == a)
-			return w->world[i];
-	return -1;
-}
-
-/* Whether a peer in this kernel died or is suspected to have. */
-static bool local_death(const struct psc_live *l)
-{
-	for (int r = 0; r < l->cfg.size; r++)
-		if ((l->peers[r].state == P_DEAD || l->peers[r].suspect) &&
-		    is_local(l, r))
-			return true;
-	return false;
-}
-
-/* Words of the death to blame: the first one, else a suspected one. */
-static const char *death_words(const struct psc_live *l, int r)
-{
-	if (r >= 0 && l->peers[r].state == P_DEAD)
-		return l->peers[r].dead;
-	if (r >= 0 && l->peers[r].suspect)
-		return l->peers[r].suspect;
-	if (l->first >= 0)
-		return l->peers[l->first].dead;
-	for (r = 0; r < l->cfg.size; r++)
-		if (l->peers[r].suspect)
-			return l->peers[r].suspect;
-	return "no peer is known dead";
-}
-
-/* A thread will never come back from the provider: say why, and exit. */
-static void fatal(struct psc_live *l, const struct watch *w,
-		  const struct psc_ep_probe *p, double secs)
-{
-	int r = rank_of_addr(w, p->addr);
-	const struct psc_provider_ops *prov;
-	char peer[64] = "";
-
-	if (r >= 0)
-		snprintf(peer, sizeof(peer), " for rank %d", r);
-	psc_log(PSC_LOG_ERROR, l->cfg.rank, "fatal: a thread has been inside "
-		"%s%s on provider %s for %.1f s and will not come back: %s: "
-		"%s; exiting with status %d (PS_COMM_WATCHDOG=0 disables "
-		"this)", p->call ? p->call : "libfabric", peer,
-		psc_ep_provider(w->ep), secs, ps_comm_strerror(PS_COMM_ERR_PEER),
-		death_words(l, r),
-		PSC_LIVE_EXIT);
-	/* The endpoint will never be closed: its files go now. */
-	prov = psc_provider_lookup(psc_ep_provider(w->ep));
-	if (prov->remove_regions) {
-		size_t len;
-		const void *name = psc_ep_name(w->ep, &len);
-
-		prov->remove_regions(name, len, 0);
-	}
-	_exit(PSC_LIVE_EXIT);
-}
-
-/* Sample every watched endpoint's libfabric call. Lock held. */
-static void watchdog(struct psc_live *l, double now)
-{
-	double limit = local_death(l)
-			       ? PSC_MIN(STUCK_DEAD_S, l->cfg.timeout)
-			       : l->cfg.timeout;
-
-	for (struct watch *w = l->watches; w; w = w->next) {
-		struct psc_ep_probe p;
-
-		psc_ep_probe(w->ep, &p);
-		if (!(p.seq & 1) || p.seq != w->last.seq) {
-			w->last = p;
-			w->since = now;
-		} else if (now - w->since >= limit) {
-			fatal(l, w, &p, now - w->since);
-		}
-	}
-}
-
 /* ------------------------------------------------------- the thread */
 
 /*
@@ -806,13 +555,10 @@ static void tick(struct psc_live *l, double now)
 	for (int i = 0; i < l->nlinks; i++) {
 		struct link *k = &l->links[i];
 
-		if (k->fd < 0)
+		if (!psc_live_link_up(k) || k->rank < 0)
 			continue;
-		if (k->rank < 0) {
-			if (now - k->since > UNBOUND_S)
-				close_link(k);
-			continue;
-		}
+		if (k->lc)
+			k->last_rx = PSC_MAX(k->last_rx, psc_lsn_last_rx(k->lc));
 		if (!l->left && l->peers[k->rank].state == P_UP &&
 		    now - k->last_rx > l->cfg.timeout) {
 			snprintf(why, sizeof(why), "is unresponsive: no "
@@ -820,7 +566,7 @@ static void tick(struct psc_live *l, double now)
 				 "=%g)", now - k->last_rx, l->cfg.timeout);
 			link_lost(l, k, why);
 		} else if (now - k->last_tx >= l->beat &&
-			   !send_frame(k, F_BEAT, l->cfg.rank, NULL, 0)) {
+			   !psc_live_send(k, F_BEAT, l->cfg.rank, NULL, 0)) {
 			link_lost(l, k, "died or is unreachable: its liveness "
 				  "connection broke");
 		}
@@ -835,77 +581,106 @@ static void tick(struct psc_live *l, double now)
 	if (l->cfg.rank == 0 && now - l->started > l->cfg.timeout)
 		for (int r = 1; r < l->cfg.size; r++)
 			if (l->peers[r].state == P_PENDING)
-				peer_died(l, r, "never connected to rank 0's "
+				psc_live_peer_died(l, r, "never connected to rank 0's "
 					  "liveness monitor");
 	if (l->cfg.watchdog)
-		watchdog(l, now);
+		psc_live_watchdog(l, now);
 }
 
-/* Poll set slots: 0 wake pipe, 1 listener, then links, then pidfds. */
-static int pollset(struct psc_live *l, struct pollfd *pf, int *who)
+/*
+ * Poll set slots: 0 wake pipe, then the listener's (rank 0: *nl of
+ * them), then this rank's own link, then pidfds. Returns the count, or
+ * -ENOMEM.
+ */
+static int pollset(struct psc_live *l, struct pollfd **pf, int **who,
+		   size_t *cap, int *nl)
 {
+	size_t want = 1 + (l->lsn ? psc_lsn_npoll(l->lsn) : 0) +
+		      (size_t)l->maxlinks + (size_t)l->cfg.size;
 	int n = 0;
 
 	compact(l);
-	pf[n] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
-	who[n++] = -1;
-	pf[n] = (struct pollfd){.fd = l->listen_fd, .events = POLLIN};
-	who[n++] = -2;
-	/* Links first: a LEFT notice must beat the exit it explains. */
-	for (int i = 0; i < l->nlinks; i++) {
-		pf[n] = (struct pollfd){.fd = l->links[i].fd, .events = POLLIN};
-		who[n++] = i;
+	if (want > *cap) {
+		struct pollfd *p2 = realloc(*pf, 2 * want * sizeof(**pf));
+		int *w2 = p2 ? realloc(*who, 2 * want * sizeof(**who)) : NULL;
+
+		if (p2)
+			*pf = p2;
+		if (!w2)
+			return -ENOMEM;
+		*who = w2;
+		*cap = 2 * want;
 	}
+	if (!*pf || !*who)
+		return -ENOMEM;
+	(*pf)[n] = (struct pollfd){.fd = l->wake[0], .events = POLLIN};
+	(*who)[n++] = -1;
+	/* Links first: a LEFT notice must beat the exit it explains. */
+	*nl = l->lsn ? psc_lsn_pollfds(l->lsn, *pf + n, *cap - 1) : 0;
+	for (int i = 0; i < *nl; i++)
+		(*who)[n++] = -2;
+	for (int i = 0; i < l->nlinks; i++)
+		if (!l->links[i].lc) {
+			(*pf)[n] = (struct pollfd){.fd = l->links[i].fd,
+						   .events = POLLIN};
+			(*who)[n++] = i;
+		}
 	/* A suspect's pidfd fired already: rank 0's verdict decides. */
 	for (int r = 0; r < l->cfg.size; r++)
 		if (l->peers[r].pidfd >= 0 && !(l->peers[r].suspect &&
 						 l->peers[r].state != P_DEAD)) {
-			pf[n] = (struct pollfd){.fd = l->peers[r].pidfd,
-						.events = POLLIN};
-			who[n++] = l->maxlinks + r;
+			(*pf)[n] = (struct pollfd){.fd = l->peers[r].pidfd,
+						   .events = POLLIN};
+			(*who)[n++] = l->maxlinks + r;
 		}
 	return n;
 }
 
-static void *run(void *arg)
+/* Handle slot i of a round's poll set. Lock held. */
+static void pollin(struct psc_live *l, const struct pollfd *p, int who)
+{
+	char buf[64];
+	int r = who - l->maxlinks;
+
+	if (who == -1) {
+		while (read(l->wake[0], buf, sizeof(buf)) > 0)
+			;
+	} else if (who >= 0 && who < l->maxlinks) {
+		/* Closed meanwhile: its slot says fd -1. */
+		if (l->links[who].fd == p->fd)
+			link_read(l, &l->links[who]);
+	} else if (who >= l->maxlinks && l->peers[r].pidfd == p->fd) {
+		if (l->peers[r].state == P_DEAD)
+			gone(l, r);
+		else
+			psc_live_peer_died(l, r, "died: its process exited");
+	}
+}
+
+void *psc_live_run(void *arg)
 {
 	struct psc_live *l = arg;
-	size_t cap = 2 + (size_t)l->maxlinks + (size_t)l->cfg.size;
-	struct pollfd *pf = calloc(cap, sizeof(*pf));
-	int *who = calloc(cap, sizeof(*who));
+	struct pollfd *pf = NULL;
+	int *who = NULL, nl = 0;
+	size_t cap = 0;
 
 	pthread_mutex_lock(&l->lock);
-	while (!l->stop && pf && who) {
-		int n = pollset(l, pf, who);
+	while (!l->stop) {
+		int n = pollset(l, &pf, &who, &cap, &nl);
 
+		if (n < 0)
+			break;
 		pthread_mutex_unlock(&l->lock);
 		n = poll(pf, (nfds_t)n, TICK_MS) > 0 ? n : 0;
 		pthread_mutex_lock(&l->lock);
-		for (int i = 0; i < n; i++) {
-			if (!pf[i].revents)
-				continue;
-			if (who[i] == -1) {
-				char buf[64];
-
-				while (read(l->wake[0], buf, sizeof(buf)) > 0)
-					;
-			} else if (who[i] == -2) {
-				accept_link(l);
-			} else if (who[i] < l->maxlinks) {
-				/* Closed meanwhile: its slot says fd -1. */
-				if (l->links[who[i]].fd == pf[i].fd)
-					link_read(l, &l->links[who[i]]);
-			} else if (l->peers[who[i] - l->maxlinks].pidfd ==
-				   pf[i].fd) {
-				int r = who[i] - l->maxlinks;
-
-				if (l->peers[r].state == P_DEAD)
-					gone(l, r);
-				else
-					peer_died(l, r,
-						  "died: its process exited");
-			}
-		}
+		if (pf[0].revents && n)
+			pollin(l, &pf[0], -1);
+		/* The listener's slots, every round: it expires strangers. */
+		if (l->lsn)
+			psc_lsn_service(l->lsn, pf + 1, n ? nl : 0);
+		for (int i = 1 + nl; i < n; i++)
+			if (pf[i].revents)
+				pollin(l, &pf[i], who[i]);
 		tick(l, psc_now());
 	}
 	pthread_mutex_unlock(&l->lock);
@@ -914,387 +689,140 @@ static void *run(void *arg)
 	return NULL;
 }
 
-/* ------------------------------------------------------------ the API */
+/* --------------------------------------------------- rank 0's listener */
 
-int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
-		  char *err, size_t len)
+/* ops.decode: a liveness frame (its header announces the length). */
+static long lv_decode(const uint8_t *buf, size_t len, struct psc_lsn_frame *f,
+		      char *why, size_t wlen)
 {
-	struct psc_live *l = calloc(1, sizeof(*l));
-	char addr[80];
+	size_t plen;
 
-	*out = NULL;
-	if (!l || !(l->peers = calloc((size_t)cfg->size, sizeof(*l->peers)))) {
-		free(l);
-		return -ENOMEM;
-	}
-	l->cfg = *cfg;
-	l->iface = *cfg->iface;
-	l->cfg.iface = &l->iface;
-	l->beat = PSC_MAX(0.05, PSC_MIN(2.0, cfg->timeout / 5));
-	l->listen_fd = l->wake[0] = l->wake[1] = -1;
-	l->refs = 1;
-	l->first = -1;
-	if (l->cfg.unauth_max < 1)
-		l->cfg.unauth_max = 1;
-	l->maxlinks = cfg->rank == 0 ? cfg->size + l->cfg.unauth_max : 1;
-	pthread_mutex_init(&l->lock, NULL);
-	pthread_cond_init(&l->cond, NULL);
-	for (int r = 0; r < cfg->size; r++)
-		l->peers[r].pidfd = -1;
-	proc_identity(l->proc, sizeof(l->proc));
-	l->links = calloc((size_t)l->maxlinks, sizeof(*l->links));
-	if (!l->links || pipe2(l->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
-		snprintf(err, len, "liveness monitor: %s", strerror(errno));
-		psc_live_release(l);
-		return -ENOMEM;
-	}
-	snprintf(l->addr, sizeof(l->addr), "-");
-	if (psc_auth_key_load(&l->key, "", err, len) != 0) {
-		psc_live_release(l);
-		return -ENOMEM;
-	}
-	if (cfg->rank == 0) {
-		struct sockaddr_storage ss = l->iface.addr;
-		int fd = psc_listen(&ss, l->iface.addrlen, cfg->port_range);
-
-		if (fd < 0) {
-			snprintf(err, len, "liveness monitor: listening on %s "
-				 "failed: %s", l->iface.addrstr,
-				 strerror(-fd));
-			psc_live_release(l);
-			return fd;
-		}
-		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-		l->listen_fd = fd;
-		psc_sockaddr_str((struct sockaddr *)&ss, addr, sizeof(addr));
-		snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	}
-	*out = l;
-	return 0;
-}
-
-void psc_live_self(const struct psc_live *l, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s,%s,%d", l->addr, l->proc, (int)getpid());
-}
-
-int psc_live_peer(struct psc_live *l, int r, const char *host,
-		  const char *text, char *err, size_t len)
-{
-	struct peer *p = &l->peers[r];
-	int at = 0;
-
-	/* Widths bound the strings; the pid is checked whole. */
-	/* NOLINTNEXTLINE(cert-err34-c) */
-	if (sscanf(text, "%79[^,],%95[^,],%n", p->addr, p->proc, &at) != 2 ||
-	    at == 0 || psc_param_parse_int(text + at, &p->pid) != 0 ||
-	    p->pid <= 0 ||
-	    (r == 0 && strcmp(p->addr, "-") == 0)) {
-		snprintf(err, len, "rank %d (%s) sent a malformed liveness "
-			 "record", r, host);
+	if (len < HDR)
+		return 0;
+	plen = psc_be_get(buf + 2, 2);
+	if (plen > FRAME_MAX) {
+		snprintf(why, wlen, "a liveness frame of %zu bytes", plen);
 		return -EPROTO;
 	}
-	snprintf(p->host, sizeof(p->host), "%s", host);
+	f->type = buf[0];
+	f->kind = buf[0] == F_HELLO   ? PSC_LSN_HELLO
+		  : buf[0] == F_PROOF ? PSC_LSN_PROOF
+				      : PSC_LSN_OTHER;
+	f->rank = (int32_t)(uint32_t)psc_be_get(buf + 4, 4);
+	f->pl = buf + HDR;
+	f->plen = plen;
+	return (long)(HDR + plen);
+}
+
+/* ops.encode_chal: rank 0's CHAL frame. */
+static size_t lv_chal(const struct psc_lsn_frame *hello, const uint8_t *chal,
+		      size_t clen, uint8_t *out, size_t room)
+{
+	if (HDR + clen > room)
+		return 0;
+	out[0] = F_CHAL;
+	out[1] = 0;
+	psc_be_put(out + 2, clen, 2);
+	psc_be_put(out + 4, 0, 4);
+	memcpy(out + HDR, chal, clen);
+	return HDR + clen;
+}
+
+/* ops.on_hello: a rank still expected, claiming a nonce alone. */
+static int lv_hello(void *arg, struct psc_lsn_conn *c,
+		    const struct psc_lsn_frame *f, uint8_t *bind,
+		    size_t *bindlen, uint8_t *session)
+{
+	struct psc_live *l = arg;
+	int r = f->rank;
+
+	if (f->plen != PSC_AUTH_HELLO_LEN || r <= 0 || r >= l->cfg.size ||
+	    l->peers[r].state != P_PENDING)
+		return -EPERM;
+	psc_live_bind(bind, r, l->cfg.size);
+	*bindlen = 8;
 	return 0;
 }
 
-/* Rank other than 0: connect and say HELLO. */
-static int join(struct psc_live *l, char *err, size_t len)
+/* ops.on_authenticated: it knows the key, so bind a link to its rank. */
+static int lv_admit(void *arg, struct psc_lsn_conn *c,
+		    const struct psc_lsn_frame *proof)
 {
-	struct peer *root = &l->peers[0];
-	struct sockaddr_storage ss;
-	struct psc_hostport hp;
-	struct psc_auth_hs hs;
-	socklen_t sl;
-	uint8_t bind[8], hello_pl[PSC_AUTH_HELLO_LEN], f[HDR + FRAME_MAX];
-	uint8_t pf[PSC_AUTH_PROOF_LEN];
-	double deadline = psc_now() + l->cfg.timeout;
-	int fd, last = 0, rc;
+	struct psc_live *l = arg;
+	int r = proof->rank;
 
-	if (psc_hostport_parse(root->addr, &hp) != 0 ||
-	    psc_resolve(&hp, &ss, &sl, err, len) != 0) {
-		snprintf(err, len, "rank 0 (host %s) published a bad liveness "
-			 "address \"%s\"", root->host, root->addr);
-		return -EPROTO;
-	}
-	fd = psc_connect_retry((struct sockaddr *)&ss, sl, deadline, &last);
-	if (fd < 0) {
-		snprintf(err, len, "rank 0 (host %s, pid %d) died or is "
-			 "unreachable: connecting to its liveness monitor at "
-			 "%s failed: %s", root->host, root->pid, root->addr,
-			 strerror(last));
-		return -ECONNRESET;
-	}
-	link_setup(fd);
-	l->links[0] = (struct link){.fd = fd, .rank = 0, .claim = 0,
-				    .since = psc_now(), .last_rx = psc_now()};
-	l->nlinks = 1;
-	/* The handshake, before the thread runs: blocking with a deadline. */
-	live_bind(bind, l->cfg.rank, l->cfg.size);
-	psc_auth_client_hello(&hs, &l->key, PSC_AUTH_LIVE, bind, sizeof(bind),
-			      hello_pl);
-	rc = send_frame(&l->links[0], F_HELLO, l->cfg.rank, hello_pl,
-			sizeof(hello_pl))
-		     ? psc_read_full(fd, f, HDR, deadline)
-		     : -ECONNRESET;
-	if (rc == 0 && (f[0] != F_CHAL ||
-			psc_be_get(f + 2, 2) != PSC_AUTH_CHAL_LEN))
-		rc = -EPROTO;
-	if (rc == 0)
-		rc = psc_read_full(fd, f + HDR, PSC_AUTH_CHAL_LEN, deadline);
-	if (rc == 0 && psc_auth_client_proof(&hs, f + HDR, PSC_AUTH_CHAL_LEN,
-					     pf, NULL) != 0) {
-		snprintf(err, len, "rank 0's liveness monitor at %s did not "
-			 "prove that it knows this job's PS_COMM_JOB_KEY",
-			 root->addr);
-		return -EACCES;
-	}
-	if (rc == 0 && !send_frame(&l->links[0], F_PROOF, l->cfg.rank, pf,
-				   sizeof(pf)))
-		rc = -ECONNRESET;
-	if (rc) {
-		snprintf(err, len, "rank 0 (host %s, pid %d) died: its "
-			 "liveness connection closed during the handshake "
-			 "(%s)", root->host, root->pid, strerror(-rc));
-		return -ECONNRESET;
-	}
-	l->peers[0].state = P_UP;
+	if (l->peers[r].state != P_PENDING || l->nlinks >= l->maxlinks)
+		return -EALREADY;
+	l->links[l->nlinks++] = (struct link){.fd = -1, .lc = c, .rank = r,
+					      .since = psc_now(),
+					      .last_rx = psc_now()};
+	l->peers[r].state = P_UP;
+	psc_log(PSC_LOG_DEBUG, 0, "liveness: rank %d joined", r);
 	return 0;
 }
 
-void psc_live_set_key(struct psc_live *l, const struct psc_auth_key *key)
+static struct link *link_by_lc(struct psc_live *l,
+				const struct psc_lsn_conn *c)
 {
-	pthread_mutex_lock(&l->lock);
-	l->key = *key;
-	pthread_mutex_unlock(&l->lock);
-}
-
-int psc_live_start(struct psc_live *l, char *err, size_t len)
-{
-	int rc = 0, lost = -1;
-
-	if (l->cfg.rank != 0) {
-		rc = join(l, err, len);
-		if (rc)
-			return rc;
-	}
-	/* Peers this kernel can watch die. */
-	for (int r = 0; r < l->cfg.size; r++) {
-		struct peer *p = &l->peers[r];
-
-		if (r == l->cfg.rank || strcmp(p->proc, l->proc) != 0)
-			continue;
-		p->pidfd = pidfd_open(p->pid);
-		if (p->pidfd < 0 && errno == ESRCH && lost < 0)
-			lost = r;
-	}
-	pthread_mutex_lock(&l->lock);
-	l->started = psc_now();
-	if (lost >= 0)
-		peer_died(l, lost, "died: its process is gone");
-	rc = pthread_create(&l->thread, NULL, run, l);
-	l->running = rc == 0;
-	pthread_mutex_unlock(&l->lock);
-	if (rc) {
-		snprintf(err, len, "liveness monitor: pthread_create: %s",
-			 strerror(rc));
-		return -rc;
-	}
-	return 0;
-}
-
-int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
-		   uint32_t ctx, const int *world, const fi_addr_t *addrs,
-		   int n)
-{
-	struct watch *w = calloc(1, sizeof(*w));
-
-	if (w) {
-		w->world = malloc((size_t)n * sizeof(*w->world));
-		w->addrs = malloc((size_t)n * sizeof(*w->addrs));
-	}
-	if (!w || !w->world || !w->addrs) {
-		if (w) {
-			free(w->world);
-			free(w->addrs);
-		}
-		free(w);
-		return -ENOMEM;
-	}
-	memcpy(w->world, world, (size_t)n * sizeof(*w->world));
-	memcpy(w->addrs, addrs, (size_t)n * sizeof(*w->addrs));
-	w->ep = ep;
-	w->owner = owner;
-	w->ctx = ctx;
-	w->n = n;
-	pthread_mutex_lock(&l->lock);
-	w->next = l->watches;
-	l->watches = w;
-	l->refs++;
-	/* A rank that died already fails the newcomer at once. */
-	for (int i = 0; i < n && !w->failed; i++)
-		if (l->peers[world[i]].state == P_DEAD) {
-			w->failed = true;
-			psc_ep_fail_owner(ep, owner, -ECONNRESET,
-					  l->peers[world[i]].dead);
-		}
-	pthread_mutex_unlock(&l->lock);
-	return 0;
-}
-
-void psc_live_unwatch(struct psc_live *l, const void *owner)
-{
-	struct watch **pp, *w, *dropped = NULL;
-
-	/* An owner on a pair has a watch per endpoint. */
-	pthread_mutex_lock(&l->lock);
-	for (pp = &l->watches; *pp;)
-		if ((*pp)->owner == owner) {
-			w = *pp;
-			*pp = w->next;
-			w->next = dropped;
-			dropped = w;
-		} else {
-			pp = &(*pp)->next;
-		}
-	pthread_mutex_unlock(&l->lock);
-	while (dropped) {
-		w = dropped;
-		dropped = w->next;
-		free(w->world);
-		free(w->addrs);
-		free(w);
-		psc_live_release(l);
-	}
-}
-
-/* Whether a rank of owner's watch is known dead. Lock held. */
-static bool owner_has_dead(struct psc_live *l, const void *owner)
-{
-	for (struct watch *w = l->watches; w; w = w->next)
-		if (w->owner == owner)
-			for (int i = 0; i < w->n; i++)
-				if (l->peers[w->world[i]].state == P_DEAD)
-					return true;
-	return false;
-}
-
-bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
-		     const char *evidence)
-{
-	double until = psc_now() + PSC_MIN(1.0, l->cfg.timeout);
-	bool known;
-
-	pthread_mutex_lock(&l->lock);
-	while (!(known = owner_has_dead(l, owner)) && psc_now() < until) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20000000L; /* 20 ms */
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&l->cond, &l->lock, &ts);
-	}
-	/* Nobody knows of a death: fail it with what this rank saw. */
-	for (struct watch *w = l->watches; w && fail && !known; w = w->next)
-		if (w->owner == owner && !w->failed) {
-			w->failed = true;
-			psc_ep_fail_owner(w->ep, owner, -ECONNRESET, evidence);
-		}
-	pthread_mutex_unlock(&l->lock);
-	return known;
-}
-
-void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
-{
-	uint8_t pl[FRAME_MAX];
-	size_t wl = PSC_MIN(strlen(words), sizeof(pl) - 4);
-
-	psc_be_put(pl, ctx, 4);
-	/* The frame carries its length: no terminator on the wire. */
-	/* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
-	memcpy(pl + 4, words, wl);
-	pthread_mutex_lock(&l->lock);
 	for (int i = 0; i < l->nlinks; i++)
-		if (l->links[i].rank >= 0)
-			send_frame(&l->links[i], F_ABORT, l->cfg.rank, pl,
-				   4 + wl);
-	pthread_mutex_unlock(&l->lock);
+		if (l->links[i].lc == c)
+			return &l->links[i];
+	return NULL;
 }
 
-/* Whether every rank of [lo, hi) left or died. Lock held. */
-static bool all_gone(const struct psc_live *l, int lo, int hi)
+/* ops.on_frame: a rank's frame; a bad one loses the link here. */
+static int lv_frame(void *arg, struct psc_lsn_conn *c,
+		    const struct psc_lsn_frame *f)
 {
-	for (int r = lo; r < hi; r++)
-		if (r != l->cfg.rank && (l->peers[r].state == P_UP ||
-					 l->peers[r].state == P_PENDING))
-			return false;
-	return true;
+	struct psc_live *l = arg;
+	struct link *k = link_by_lc(l, c);
+
+	if (!k)
+		return -ENOTCONN;
+	k->last_rx = psc_now();
+	if (!frame(l, k, f->type, f->rank, f->pl, f->plen) && k->lc == c)
+		link_lost(l, k, "sent an unexpected liveness frame");
+	return 0;
 }
 
-void psc_live_leave(struct psc_live *l)
+/* ops.on_close: the listener lost a rank's link. */
+static void lv_close(void *arg, struct psc_lsn_conn *c, int err)
 {
-	bool root = l->cfg.rank == 0;
-	int lo = root ? 1 : 0, hi = root ? l->cfg.size : 1;
-	struct timespec ts;
-	struct link *k;
+	struct psc_live *l = arg;
+	struct link *k = link_by_lc(l, c);
 
-	pthread_mutex_lock(&l->lock);
-	/* Rank 0 relays deaths until all left; the others wait for its
-	 * answer, which comes once every rank knows they are leaving. */
-	if (!root && (k = link_of(l, 0)) != NULL)
-		send_frame(k, F_BYE, l->cfg.rank, NULL, 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)l->cfg.timeout + 1;
-	while (!all_gone(l, lo, hi) &&
-	       pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
-		;
-	if (!all_gone(l, lo, hi))
-		psc_log(PSC_LOG_WARN, l->cfg.rank, "finalize: %s within "
-			"PS_COMM_PEER_TIMEOUT=%g s", root ? "some ranks did "
-			"not say goodbye" : "rank 0 did not answer the goodbye",
-			l->cfg.timeout);
-	if (root)
-		for (int i = 0; i < l->nlinks; i++)
-			if (l->links[i].fd >= 0 && l->links[i].rank > 0)
-				send_frame(&l->links[i], F_BYE, 0, NULL, 0);
-	l->left = true;
-	pthread_mutex_unlock(&l->lock);
+	if (k)
+		link_lost(l, k, err == -EPROTO
+					? "sent a malformed liveness frame"
+					: "died or is unreachable: its liveness "
+					  "connection closed without a goodbye");
 }
 
-void psc_live_release(struct psc_live *l)
-{
-	bool last;
+static const struct psc_lsn_ops live_lsn_ops = {
+	.size = sizeof(struct psc_lsn_ops),
+	.name = "liveness",
+	.purpose = PSC_AUTH_LIVE,
+	.pre_max = HDR + PSC_AUTH_HELLO_LEN,
+	.frame_max = HDR + FRAME_MAX,
+	.decode = lv_decode,
+	.encode_chal = lv_chal,
+	.on_hello = lv_hello,
+	.on_authenticated = lv_admit,
+	.on_frame = lv_frame,
+	.on_close = lv_close,
+};
 
-	pthread_mutex_lock(&l->lock);
-	last = --l->refs == 0;
-	l->stop = last;
-	pthread_mutex_unlock(&l->lock);
-	if (!last)
-		return;
-	if (l->running) {
-		wake_thread(l);
-		pthread_join(l->thread, NULL);
-	}
-	for (int i = 0; i < l->nlinks; i++)
-		close(l->links[i].fd);
-	for (int r = 0; r < l->cfg.size; r++) {
-		if (l->peers[r].pidfd >= 0)
-			close(l->peers[r].pidfd);
-		free(l->peers[r].dead);
-		free(l->peers[r].suspect);
-	}
-	if (l->listen_fd >= 0)
-		close(l->listen_fd);
-	if (l->wake[0] >= 0) {
-		close(l->wake[0]);
-		close(l->wake[1]);
-	}
-	pthread_cond_destroy(&l->cond);
-	pthread_mutex_destroy(&l->lock);
-	free(l->links);
-	free(l->peers);
-	free(l);
+int psc_live_listen(struct psc_live *l, char *err, size_t len)
+{
+	struct psc_lsn_config cfg = {.fd = l->listen_fd,
+				     .key = l->key,
+				     .unauth_max = l->cfg.unauth_max,
+				     .pre_deadline = UNBOUND_S,
+				     .log_rank = 0};
+	int rc;
+
+	l->listen_fd = -1;
+	rc = psc_lsn_open(&l->lsn, &cfg, &live_lsn_ops, l, err, len);
+	memset(&cfg.key, 0, sizeof(cfg.key));
+	return rc;
 }

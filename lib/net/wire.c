@@ -1,9 +1,12 @@
 /*
- * The wire header codec shared by the rendezvous store and the van.
+ * The wire header codec shared by the rendezvous store and the van, and
+ * the listener's codec for it.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
+#include "net/listener.h"
 #include "net/wire.h"
 #include "util/util.h"
 
@@ -48,4 +51,40 @@ int psc_wire_decode(const uint8_t *buf, struct psc_wire_hdr *h, char *err,
 		return -EPROTO;
 	}
 	return 0;
+}
+
+long psc_wire_lsn_decode(const uint8_t *buf, size_t len,
+			 struct psc_lsn_frame *f, char *why, size_t wlen)
+{
+	struct psc_wire_hdr h;
+
+	if (len < PSC_WIRE_HDR_LEN)
+		return 0;
+	if (psc_wire_decode(buf, &h, why, wlen) != 0)
+		return -EPROTO;
+	f->type = h.type;
+	f->kind = h.type == PSC_WIRE_HELLO   ? PSC_LSN_HELLO
+		  : h.type == PSC_WIRE_PROOF ? PSC_LSN_PROOF
+					     : PSC_LSN_OTHER;
+	f->job = h.job;
+	f->rank = h.rank;
+	f->size = h.size;
+	f->pl = buf + PSC_WIRE_HDR_LEN;
+	f->plen = h.len;
+	return (long)(PSC_WIRE_HDR_LEN + h.len);
+}
+
+size_t psc_wire_lsn_chal(const struct psc_lsn_frame *hello,
+			 const uint8_t *chal, size_t clen, uint8_t *out,
+			 size_t room)
+{
+	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
+				 PSC_WIRE_CHAL, hello->job, 0, 0,
+				 (uint32_t)clen};
+
+	if (PSC_WIRE_HDR_LEN + clen > room)
+		return 0;
+	psc_wire_encode(&h, out);
+	memcpy(out + PSC_WIRE_HDR_LEN, chal, clen);
+	return PSC_WIRE_HDR_LEN + clen;
 }

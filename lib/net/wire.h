@@ -54,4 +54,17 @@ void psc_wire_encode(const struct psc_wire_hdr *h, uint8_t *buf);
 int psc_wire_decode(const uint8_t *buf, struct psc_wire_hdr *h, char *err,
 		    size_t len);
 
+struct psc_lsn_frame;
+
+/*
+ * The listener's codec for this format (net/listener.h, ops.decode and
+ * ops.encode_chal): HELLO and PROOF are the handshake's, the rest the
+ * server's. The CHAL echoes the HELLO's job, with rank and size 0.
+ */
+long psc_wire_lsn_decode(const uint8_t *buf, size_t len,
+			 struct psc_lsn_frame *f, char *why, size_t wlen);
+size_t psc_wire_lsn_chal(const struct psc_lsn_frame *hello,
+			 const uint8_t *chal, size_t clen, uint8_t *out,
+			 size_t room);
+
 #endif /* PSC_WIRE_H */

@@ -18,11 +18,14 @@
 #include "core/ep.h"
 #include "p2p/p2p.h"
 
+struct psc_swm;
+
 /* One fabric of a channel, with the constants read on every message. */
 struct psc_path {
 	struct psc_ep *ep;
 	const struct psc_caps *caps;
 	size_t single;	    /* largest message sent as one piece */
+	struct psc_swm *swm; /* software matching (p2p/swmatch.h), or NULL */
 };
 
 /*

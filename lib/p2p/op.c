@@ -53,6 +53,21 @@ int psc_p2p_cancel(ps_comm_request_t *req)
 	return psc_req_cancel(req);
 }
 
+struct psc_chan *psc_p2p_chan(const struct ps_comm_request *r)
+{
+	return r->owner;
+}
+
+bool psc_p2p_is_op(const struct ps_comm_request *r)
+{
+	return r->kind == PSC_REQ_GENERIC;
+}
+
+int psc_p2p_progress(const struct ps_comm_request *r)
+{
+	return psc_ep_progress(r->ep);
+}
+
 /* Complete the operation's request with its result, then release it. */
 static void op_finish(struct psc_prog_src *src)
 {

@@ -32,6 +32,7 @@
 #include <rdma/fi_errno.h>
 
 #include "p2p/chan.h"
+#include "p2p/swmatch.h"
 #include "util/copy.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -76,10 +77,52 @@ static struct ps_comm_request *new_child(struct ps_comm_request *parent,
 	return k;
 }
 
+/*
+ * Post the first piece of a message: where the provider's matching
+ * cannot be trusted (caps.sw_match), a send goes as the core's untagged
+ * first message, its tag the immediate or, on an endpoint without
+ * immediates, in the eager header (p2p/swmatch.h); a receive is matched
+ * in software against the arrivals of m. Inline: the send and receive
+ * paths make no call before the post. Lock held.
+ */
+static inline __attribute__((always_inline)) int
+post_first_send(struct psc_ep *ep, const struct psc_caps *caps,
+		struct ps_comm_request *r)
+{
+	if (caps->sw_match) {
+		r->untagged = true;
+		if (!caps->sw_tag_in_data)
+			psc_swm_encode_hdr(r);
+	}
+	return psc_ep_post(ep, r);
+}
+
+static inline __attribute__((always_inline)) int
+post_first_recv(struct psc_ep *ep, const struct psc_caps *caps,
+		struct psc_swm *m, struct ps_comm_request *r)
+{
+	if (!caps->sw_match)
+		return psc_ep_post(ep, r);
+	/* No matching state: it could not be allocated at psc_chan_bind. */
+	if (!m)
+		return -ENOMEM;
+	psc_swm_recv(m, ep, r);
+	return 0;
+}
+
 /* Post child k (as a first message or an exact one). Lock held. */
 static int post_kid(struct ps_comm_request *k, bool first)
 {
-	int rc = first ? psc_ep_post_first(k->ep, k) : psc_ep_post(k->ep, k);
+	struct psc_ep *ep = k->ep;
+	int rc;
+
+	if (!first)
+		rc = psc_ep_post(ep, k);
+	else if (k->kind == PSC_REQ_RECV)
+		rc = post_first_recv(ep, psc_ep_caps(ep), psc_ep_first_arg(ep),
+				     k);
+	else
+		rc = post_first_send(ep, psc_ep_caps(ep), k);
 
 	if (rc)
 		psc_req_complete(k, rc);
@@ -290,7 +333,7 @@ isend_path(struct psc_chan *ch, const struct psc_path *path, unsigned proto,
 		/* Finalize must know its messages left before it closes. */
 		r->no_inject = proto == PSC_PROTO_CTRL;
 		r->tag = psc_tag_make(&ch->tl, proto, false, ch->ctx, src, tag);
-		rc = psc_ep_post_first(ep, r);
+		rc = post_first_send(ep, path->caps, r);
 	}
 	return post_end(ch, r, rc, req, err, elen);
 }
@@ -342,7 +385,7 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 	}
 	r->addr = FI_ADDR_UNSPEC;
 	psc_tag_match(&ch->tl, proto, ch->ctx, peer, tag, &r->tag, &r->ignore);
-	rc = psc_ep_post_first(ep, r);
+	rc = post_first_recv(ep, path->caps, path->swm, r);
 	return post_end(ch, r, rc, req, err, elen);
 }
 
@@ -352,6 +395,8 @@ static void path_bind(struct psc_path *p, struct psc_ep *ep)
 	p->ep = ep;
 	p->caps = psc_ep_caps(ep);
 	p->single = psc_ep_single_limit(ep);
+	/* NULL when out of memory: software-matched receives then fail. */
+	p->swm = psc_swm_attach(ep);
 }
 
 void psc_chan_bind(struct psc_chan *ch, struct psc_ep *ep,

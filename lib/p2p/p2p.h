@@ -69,6 +69,18 @@ int psc_p2p_reap(ps_comm_request_t *req, ps_comm_status_t *status,
 int psc_p2p_cancel(ps_comm_request_t *req);
 
 /*
+ * What the layers above may know of a request of p2p, whose fields they
+ * never read: the channel that owns it (psc_isend, psc_irecv, the
+ * channel of psc_chan_op_start), whether it is an operation of
+ * psc_chan_op_start rather than a message, and progress of the
+ * endpoints it waits on (takes the lock; returns how many things
+ * moved). No lock needed for the first two.
+ */
+struct psc_chan *psc_p2p_chan(const struct ps_comm_request *r);
+bool psc_p2p_is_op(const struct ps_comm_request *r);
+int psc_p2p_progress(const struct ps_comm_request *r);
+
+/*
  * An operation of a layer above that is no single message (a running
  * collective): it embeds this base and reaches its own object with
  * psc_container_of. p2p gives it a request that completes with its

@@ -25,7 +25,7 @@ enum psc_proto {
 	PSC_PROTO_CTS = 5,  /* go-ahead for a large message's chunks */
 	/*
 	 * 6 and 7 are no protocol: a tag whose every bit is set is the
-	 * core's own (PSC_SW_CORE_TAG, a shm ring's announcement), and no
+	 * core's own (PSC_FIRST_CORE_IMM, a shm ring's announcement), and no
 	 * tag made here reaches it.
 	 */
 	PSC_PROTO_LAST = PSC_PROTO_CTS,

@@ -45,6 +45,15 @@ struct timespec psc_timespec(double secs);
 void psc_backoff_sleep(double first, double cap, unsigned step, bool jitter,
 		       double deadline);
 
+/*
+ * The identity of this kernel and its namespace ns ("net", "pid"):
+ * "<boot id>/<ns>:<inode>" (the host name stands in for a missing boot
+ * id), or override when it is set and not empty (PS_COMM_NODE_ID).
+ * Processes with equal identities share that namespace in one kernel.
+ * The one exception to this header's rule: it reads /proc.
+ */
+void psc_node_id(const char *override, const char *ns, char *buf, size_t len);
+
 /* FNV-1a over bytes, continuing from h (start with PSC_FNV_INIT). */
 #define PSC_FNV_INIT 0xcbf29ce484222325ULL
 uint64_t psc_fnv1a(uint64_t h, const void *data, size_t len);

@@ -4,22 +4,23 @@
  * with its fabric address and a fresh slot (the number the fetcher puts
  * in the tag's rank field when it sends to this van). Messages use the
  * tcp store's wire header (magic, version, length; job 0), so a
- * malformed peer is refused rather than trusted. A fetch first runs the
- * job key's handshake (net/auth.h): HELLO with the fetcher's nonce, CHAL
- * with the van's, PROOF; a fetcher that does not know the key is dropped
- * without a word, and a van that does not is never asked. Then GET with
+ * malformed peer is refused rather than trusted. The server is a
+ * listener (net/listener.h): a fetch first runs the job key's handshake
+ * (net/auth.h), HELLO with the fetcher's nonce, CHAL with the van's,
+ * PROOF; a fetcher that does not know the key is dropped without a word,
+ * strangers are capped at PS_COMM_UNAUTH_MAX, and a van that does not
+ * know the key is never asked. Then GET with
  * payload "van"; the answer is VALUE with the slot as rank and payload
  * "provider\0address", or ERROR with a reason.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "net/listener.h"
 #include "van_int.h"
 
 #define FETCH_KEY "van"
@@ -28,9 +29,7 @@
 #define SERVE_IO_SEC 2.0
 
 struct psc_van_server {
-	int fd;
-	int wake[2];
-	pthread_t thread;
+	struct psc_lsn *lsn;
 	struct psc_van_served what;
 };
 
@@ -74,109 +73,68 @@ static int read_msg(int fd, struct psc_wire_hdr *h, uint8_t *payload,
 	return rc;
 }
 
-/* A warning about strangers, at most once a second. */
-static void stranger_warn(const char *what, const char *err)
+/* ops.on_hello: a fetch binds nothing, and its HELLO is a nonce alone. */
+static int van_hello(void *arg, struct psc_lsn_conn *c,
+		     const struct psc_lsn_frame *f, uint8_t *bind,
+		     size_t *bindlen, uint8_t *session)
 {
-	static double last = -10;
-	double now = psc_now();
-
-	if (now - last < 1)
-		return;
-	last = now;
-	psc_log(PSC_LOG_WARN, -1, "van: refusing an address fetch: %s%s%s",
-		what, err ? ": " : "", err ? err : "");
+	return f->plen == PSC_AUTH_HELLO_LEN ? 0 : -EPROTO;
 }
 
-/* The fetcher's side of the handshake on fd: 0 once it proved the key. */
-static int serve_auth(struct psc_van_server *s, int fd, double deadline)
+static int van_admit(void *arg, struct psc_lsn_conn *c,
+		     const struct psc_lsn_frame *proof)
 {
-	struct psc_auth_hs hs;
-	struct psc_wire_hdr h;
-	uint8_t in[64], chal[PSC_AUTH_CHAL_LEN];
-	char err[256];
-
-	if (read_msg(fd, &h, in, sizeof(in), deadline, err, sizeof(err))) {
-		stranger_warn("unreadable HELLO", err);
-		return -EPROTO;
-	}
-	if (h.type != PSC_WIRE_HELLO ||
-	    psc_auth_server_chal(&hs, s->what.key, PSC_AUTH_VAN, NULL, 0, in,
-				 h.len, NULL, chal) != 0) {
-		stranger_warn("no HELLO with a nonce", NULL);
-		return -EPROTO;
-	}
-	if (write_msg(fd, PSC_WIRE_CHAL, 0, chal, sizeof(chal), deadline) ||
-	    read_msg(fd, &h, in, sizeof(in), deadline, err, sizeof(err)))
-		return -ECONNRESET;
-	if (h.type != PSC_WIRE_PROOF ||
-	    psc_auth_server_check(&hs, in, h.len) != 0) {
-		stranger_warn("the fetcher does not know this job's "
-			      "PS_COMM_JOB_KEY", NULL);
-		return -EACCES;
-	}
 	return 0;
 }
 
-/* Answer one fetch on fd. */
-static void serve_one(struct psc_van_server *s, int fd)
+/* ops.on_frame: answer the fetch (GET "van"), then close. */
+static int van_fetch(void *arg, struct psc_lsn_conn *c,
+		     const struct psc_lsn_frame *f)
 {
-	double deadline = psc_now() + SERVE_IO_SEC;
-	struct psc_wire_hdr h;
-	uint8_t in[64], out[REPLY_MAX];
+	struct psc_van_server *s = arg;
+	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
+				 PSC_WIRE_VALUE, 0, 0, 0, 0};
+	uint8_t out[PSC_WIRE_HDR_LEN + REPLY_MAX];
 	size_t plen = strlen(s->what.provider) + 1;
 	uint32_t slot;
-	char err[256];
 
-	if (serve_auth(s, fd, deadline) != 0)
-		return;
-	if (read_msg(fd, &h, in, sizeof(in), deadline, err, sizeof(err))) {
-		psc_log(PSC_LOG_WARN, -1, "van: refusing an address fetch: %s",
-			err);
-		return;
-	}
-	if (h.type != PSC_WIRE_GET || h.len != strlen(FETCH_KEY) ||
-	    memcmp(in, FETCH_KEY, h.len) != 0) {
+	if (f->type != PSC_WIRE_GET || f->plen != strlen(FETCH_KEY) ||
+	    memcmp(f->pl, FETCH_KEY, f->plen) != 0) {
 		psc_log(PSC_LOG_WARN, -1, "van: refusing a request of type %u",
-			h.type);
-		return;
+			f->type);
+		return -EPROTO;
 	}
-	if (plen + s->what.namelen > sizeof(out))
-		return;
+	if (plen + s->what.namelen > REPLY_MAX)
+		return -EMSGSIZE;
 	/* Slots wrap past the tag's rank field, skipping 0. */
 	do
 		slot = __atomic_fetch_add(s->what.next_slot, 1,
 					  __ATOMIC_RELAXED) %
 		       (PSC_VAN_SLOT_MAX + 1);
 	while (slot == 0);
-	memcpy(out, s->what.provider, plen);
-	memcpy(out + plen, s->what.name, s->what.namelen);
-	write_msg(fd, PSC_WIRE_VALUE, (int32_t)slot, out,
-		  plen + s->what.namelen, deadline);
+	h.rank = (int32_t)slot;
+	h.len = (uint32_t)(plen + s->what.namelen);
+	psc_wire_encode(&h, out);
+	memcpy(out + PSC_WIRE_HDR_LEN, s->what.provider, plen);
+	memcpy(out + PSC_WIRE_HDR_LEN + plen, s->what.name,
+	       s->what.namelen);
+	psc_lsn_send(c, out, PSC_WIRE_HDR_LEN + h.len);
+	psc_lsn_close(c);
+	return 0;
 }
 
-static void *serve_loop(void *arg)
-{
-	struct psc_van_server *s = arg;
-
-	for (;;) {
-		struct pollfd p[2] = {{s->fd, POLLIN, 0},
-				      {s->wake[0], POLLIN, 0}};
-		int fd;
-
-		if (poll(p, 2, -1) < 0 && errno != EINTR)
-			break;
-		if (p[1].revents)
-			break;
-		if (!(p[0].revents & POLLIN))
-			continue;
-		fd = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
-		if (fd < 0)
-			continue;
-		serve_one(s, fd);
-		close(fd);
-	}
-	return NULL;
-}
+static const struct psc_lsn_ops van_lsn_ops = {
+	.size = sizeof(struct psc_lsn_ops),
+	.name = "van: address server",
+	.purpose = PSC_AUTH_VAN,
+	.pre_max = PSC_WIRE_HDR_LEN + 64,
+	.frame_max = PSC_WIRE_HDR_LEN + 64,
+	.decode = psc_wire_lsn_decode,
+	.encode_chal = psc_wire_lsn_chal,
+	.on_hello = van_hello,
+	.on_authenticated = van_admit,
+	.on_frame = van_fetch,
+};
 
 /* The wildcard address of host's family, with port. */
 static int listen_addr(const char *host, int port,
@@ -227,6 +185,12 @@ int psc_van_serve(struct psc_van_server **out, const char *host, int port,
 		  size_t errlen)
 {
 	struct psc_van_server *s = calloc(1, sizeof(*s));
+	struct psc_lsn_config cfg = {.key = *what->key,
+				     .unauth_max = what->unauth_max,
+				     .pre_deadline = SERVE_IO_SEC,
+				     .send_s = SERVE_IO_SEC,
+				     .tick_s = 0.2,
+				     .log_rank = -1};
 	struct sockaddr_storage ss;
 	socklen_t sl;
 	int rc;
@@ -246,41 +210,27 @@ int psc_van_serve(struct psc_van_server **out, const char *host, int port,
 		free(s);
 		return rc;
 	}
-	s->fd = rc;
-	if (getsockname(s->fd, (struct sockaddr *)&ss, &sl) == 0)
-		*bound = port_of(&ss);
-	if (pipe2(s->wake, O_CLOEXEC) != 0) {
-		rc = -errno;
-		goto err_close;
+	cfg.fd = rc;
+	*bound = port_of(&ss);
+	rc = psc_lsn_open(&s->lsn, &cfg, &van_lsn_ops, s, err, errlen);
+	if (rc == 0 && (rc = psc_lsn_start(s->lsn)) != 0)
+		snprintf(err, errlen, "starting the address server: %s",
+			 strerror(-rc));
+	memset(&cfg.key, 0, sizeof(cfg.key));
+	if (rc) {
+		psc_lsn_free(s->lsn);
+		free(s);
+		return rc;
 	}
-	rc = -pthread_create(&s->thread, NULL, serve_loop, s);
-	if (rc)
-		goto err_pipe;
 	*out = s;
 	return 0;
-
-err_pipe:
-	close(s->wake[0]);
-	close(s->wake[1]);
-err_close:
-	snprintf(err, errlen, "starting the address server: %s",
-		 strerror(-rc));
-	close(s->fd);
-	free(s);
-	return rc;
 }
 
 void psc_van_unserve(struct psc_van_server *s)
 {
 	if (!s)
 		return;
-	if (write(s->wake[1], "x", 1) < 0)
-		psc_log(PSC_LOG_WARN, -1, "van: waking the address server: %s",
-			strerror(errno));
-	pthread_join(s->thread, NULL);
-	close(s->wake[0]);
-	close(s->wake[1]);
-	close(s->fd);
+	psc_lsn_free(s->lsn);
 	free(s);
 }
 

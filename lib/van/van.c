@@ -260,6 +260,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	what.provider = v->comm.provider;
 	what.name = psc_ep_name(v->comm.ch.ep, &what.namelen);
 	what.next_slot = &v->next_slot;
+	what.unauth_max = v->comm.params.unauth_max;
 	rc = psc_van_serve(&v->server, host, port, max_retry > 0,
 			   v->comm.params.port_range, &what, bound, err,
 			   sizeof(err));

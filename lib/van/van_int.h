@@ -133,11 +133,12 @@ struct psc_van_served {
 	const uint8_t *name;	/* its fabric address */
 	size_t namelen;
 	uint32_t *next_slot;	/* the van's slot counter (atomic) */
+	int unauth_max;		/* PS_COMM_UNAUTH_MAX */
 };
 
 /*
  * Listen on host:port (host's address family; the wildcard address) and
- * start the thread that answers each fetch with a new slot and the
+ * start the listener (net/listener.h) whose thread answers each fetch with a new slot and the
  * fabric address. port 0 or a taken port with retry: a port from range,
  * else any. *bound receives the port. Returns 0 or a negative errno with
  * err filled. what must outlive the server.

@@ -339,7 +339,7 @@ START_TEST(slots)
 	struct psc_mr_cache *c = mk(1u << 30, 100);
 	struct psc_mr_slot *s[40];
 
-	ck_assert_uint_ge(psc_mr_slot_size(c), 256 + PSC_SW_HDR);
+	ck_assert_uint_ge(psc_mr_slot_size(c), 256 + PSC_EP_FIRST_HDR);
 	for (int i = 0; i < 40; i++) {
 		ck_assert_int_eq(psc_mr_slot_get(c, &s[i]), 0);
 		ck_assert(psc_mr_covers(s[i]->mr, s[i]->buf,
@@ -400,7 +400,7 @@ END_TEST
 /* The post path's choices, on a fake endpoint with the fake backend. */
 START_TEST(request_paths)
 {
-	static uint8_t big[100000], small[100], hdr[PSC_SW_HDR];
+	static uint8_t big[100000], small[100], hdr[PSC_EP_FIRST_HDR];
 	struct psc_ep ep;
 	struct ps_comm_request r, parent, child;
 	struct iovec iov[2];

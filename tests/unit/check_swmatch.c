@@ -1,5 +1,5 @@
 /*
- * Unit tests for software matching of first messages (lib/core/
+ * Unit tests for software matching of first messages (lib/p2p/
  * swmatch.c), driven directly with raw 64-bit tags: arrivals nobody
  * wants yet are kept and taken in arrival order, an arrival goes to the
  * first posted receive it matches (posting order, wildcards included),
@@ -12,7 +12,7 @@
 #include <check.h>
 #include <rdma/fi_errno.h>
 
-#include "core/ep_int.h"
+#include "p2p/swmatch.h"
 #include "fixture.h"
 
 #define T1 0x1111ULL
@@ -22,7 +22,8 @@
 static void arrive(uint64_t tag, char c)
 {
 	psc_ep_lock(fx_one.ep);
-	psc_sw_match(fx_one.ep, tag, (const uint8_t *)&c, 1);
+	psc_swm_match(fx_one.ch.path[0].swm, fx_one.ep, tag,
+		      (const uint8_t *)&c, 1);
 	psc_ep_unlock(fx_one.ep);
 }
 
@@ -39,7 +40,7 @@ static ps_comm_request_t post(uint64_t tag, uint64_t ignore, char *buf)
 	r->len = 1;
 	r->tag = tag;
 	r->ignore = ignore;
-	psc_sw_recv(fx_one.ep, r);
+	psc_swm_recv(fx_one.ch.path[0].swm, fx_one.ep, r);
 	psc_ep_unlock(fx_one.ep);
 	return r;
 }
@@ -126,7 +127,7 @@ START_TEST(test_cancel)
 	bool was;
 
 	psc_ep_lock(fx_one.ep);
-	was = psc_sw_cancel(fx_one.ep, r);
+	was = psc_swm_cancel(fx_one.ch.path[0].swm, r);
 	psc_ep_unlock(fx_one.ep);
 	ck_assert(was);
 	ck_assert(psc_req_done(r));

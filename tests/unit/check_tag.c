@@ -1,5 +1,5 @@
 /*
- * Unit tests for the 64-bit tag layout (lib/core/tag.c): sizing from a
+ * Unit tests for the 64-bit tag layout (lib/p2p/tag.c): sizing from a
  * provider's mem_tag_format (64 bits, psm2's 60-bit tags, 0 meaning 64,
  * and too few bits refused), make/extract round-trips over random fields,
  * fields that never overlap and stay below the usable bits, and receive

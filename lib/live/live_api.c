@@ -1,0 +1,515 @@
+/*
+ * The liveness monitor's calls (contract in live.h) that open it, join
+ * the star, watch communicators and leave, and the watchdog over
+ * libfabric calls. The monitor itself (deaths, frames, its thread) is in
+ * live.c; the lock rules are written there.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "live/live_int.h"
+#include "net/auth.h"
+#include "provider.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/util.h"
+
+static int pidfd_open(int pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* ---------------------------------------------------------- watchdog */
+
+/* The world rank that fabric address a of watch w stands for, or -1. */
+static int rank_of_addr(const struct watch *w, fi_addr_t a)
+{
+	for (int i = 0; a != FI_ADDR_UNSPEC && i < w->n; i++)
+		if (w->addrs[i] == a)
+			return w->world[i];
+	return -1;
+}
+
+/* Whether a peer in this kernel died or is suspected to have. */
+static bool local_death(const struct psc_live *l)
+{
+	for (int r = 0; r < l->cfg.size; r++)
+		if ((l->peers[r].state == P_DEAD || l->peers[r].suspect) &&
+		    psc_live_is_local(l, r))
+			return true;
+	return false;
+}
+
+/* Words of the death to blame: the first one, else a suspected one. */
+static const char *death_words(const struct psc_live *l, int r)
+{
+	if (r >= 0 && l->peers[r].state == P_DEAD)
+		return l->peers[r].dead;
+	if (r >= 0 && l->peers[r].suspect)
+		return l->peers[r].suspect;
+	if (l->first >= 0)
+		return l->peers[l->first].dead;
+	for (r = 0; r < l->cfg.size; r++)
+		if (l->peers[r].suspect)
+			return l->peers[r].suspect;
+	return "no peer is known dead";
+}
+
+/* A thread will never come back from the provider: say why, and exit. */
+static void fatal(struct psc_live *l, const struct watch *w,
+		  const struct psc_ep_probe *p, double secs)
+{
+	int r = rank_of_addr(w, p->addr);
+	const struct psc_provider_ops *prov;
+	char peer[64] = "";
+
+	if (r >= 0)
+		snprintf(peer, sizeof(peer), " for rank %d", r);
+	psc_log(PSC_LOG_ERROR, l->cfg.rank, "fatal: a thread has been inside "
+		"%s%s on provider %s for %.1f s and will not come back: %s: "
+		"%s; exiting with status %d (PS_COMM_WATCHDOG=0 disables "
+		"this)", p->call ? p->call : "libfabric", peer,
+		psc_ep_provider(w->ep), secs, ps_comm_strerror(PS_COMM_ERR_PEER),
+		death_words(l, r),
+		PSC_LIVE_EXIT);
+	/* The endpoint will never be closed: its files go now. */
+	prov = psc_provider_lookup(psc_ep_provider(w->ep));
+	if (prov->remove_regions) {
+		size_t len;
+		const void *name = psc_ep_name(w->ep, &len);
+
+		prov->remove_regions(name, len, 0);
+	}
+	_exit(PSC_LIVE_EXIT);
+}
+
+/* Sample every watched endpoint's libfabric call. Lock held. */
+void psc_live_watchdog(struct psc_live *l, double now)
+{
+	double limit = local_death(l)
+			       ? PSC_MIN(STUCK_DEAD_S, l->cfg.timeout)
+			       : l->cfg.timeout;
+
+	for (struct watch *w = l->watches; w; w = w->next) {
+		struct psc_ep_probe p;
+
+		psc_ep_probe(w->ep, &p);
+		if (!(p.seq & 1) || p.seq != w->last.seq) {
+			w->last = p;
+			w->since = now;
+		} else if (now - w->since >= limit) {
+			fatal(l, w, &p, now - w->since);
+		}
+	}
+}
+
+/* ------------------------------------------------------------ the API */
+
+int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
+		  char *err, size_t len)
+{
+	struct psc_live *l = calloc(1, sizeof(*l));
+	char addr[80];
+
+	*out = NULL;
+	if (!l || !(l->peers = calloc((size_t)cfg->size, sizeof(*l->peers)))) {
+		free(l);
+		return -ENOMEM;
+	}
+	l->cfg = *cfg;
+	l->iface = *cfg->iface;
+	l->cfg.iface = &l->iface;
+	l->beat = PSC_MAX(0.05, PSC_MIN(2.0, cfg->timeout / 5));
+	l->listen_fd = l->wake[0] = l->wake[1] = -1;
+	l->refs = 1;
+	l->first = -1;
+	if (l->cfg.unauth_max < 1)
+		l->cfg.unauth_max = 1;
+	l->maxlinks = cfg->rank == 0 ? cfg->size : 1;
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_cond_init(&l->cond, NULL);
+	for (int r = 0; r < cfg->size; r++)
+		l->peers[r].pidfd = -1;
+	/* Processes that can watch each other: one kernel, one pid space. */
+	psc_node_id(NULL, "pid", l->proc, sizeof(l->proc));
+	l->links = calloc((size_t)l->maxlinks, sizeof(*l->links));
+	if (!l->links || pipe2(l->wake, O_NONBLOCK | O_CLOEXEC) != 0) {
+		snprintf(err, len, "liveness monitor: %s", strerror(errno));
+		psc_live_release(l);
+		return -ENOMEM;
+	}
+	snprintf(l->addr, sizeof(l->addr), "-");
+	if (psc_auth_key_load(&l->key, "", err, len) != 0) {
+		psc_live_release(l);
+		return -ENOMEM;
+	}
+	if (cfg->rank == 0) {
+		struct sockaddr_storage ss = l->iface.addr;
+		int fd = psc_listen(&ss, l->iface.addrlen, cfg->port_range);
+
+		if (fd < 0) {
+			snprintf(err, len, "liveness monitor: listening on %s "
+				 "failed: %s", l->iface.addrstr,
+				 strerror(-fd));
+			psc_live_release(l);
+			return fd;
+		}
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+		l->listen_fd = fd;
+		psc_sockaddr_str((struct sockaddr *)&ss, addr, sizeof(addr));
+		snprintf(l->addr, sizeof(l->addr), "%s", addr);
+	}
+	*out = l;
+	return 0;
+}
+
+void psc_live_self(const struct psc_live *l, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s,%s,%d", l->addr, l->proc, (int)getpid());
+}
+
+int psc_live_peer(struct psc_live *l, int r, const char *host,
+		  const char *text, char *err, size_t len)
+{
+	struct peer *p = &l->peers[r];
+	int at = 0;
+
+	/* Widths bound the strings; the pid is checked whole. */
+	/* NOLINTNEXTLINE(cert-err34-c) */
+	if (sscanf(text, "%79[^,],%95[^,],%n", p->addr, p->proc, &at) != 2 ||
+	    at == 0 || psc_param_parse_int(text + at, &p->pid) != 0 ||
+	    p->pid <= 0 ||
+	    (r == 0 && strcmp(p->addr, "-") == 0)) {
+		snprintf(err, len, "rank %d (%s) sent a malformed liveness "
+			 "record", r, host);
+		return -EPROTO;
+	}
+	snprintf(p->host, sizeof(p->host), "%s", host);
+	return 0;
+}
+
+/* Rank other than 0: connect and say HELLO. */
+static int join(struct psc_live *l, char *err, size_t len)
+{
+	struct peer *root = &l->peers[0];
+	struct sockaddr_storage ss;
+	struct psc_hostport hp;
+	struct psc_auth_hs hs;
+	socklen_t sl;
+	uint8_t bind[8], hello_pl[PSC_AUTH_HELLO_LEN], f[HDR + FRAME_MAX];
+	uint8_t pf[PSC_AUTH_PROOF_LEN];
+	double deadline = psc_now() + l->cfg.timeout;
+	int fd, last = 0, rc;
+
+	if (psc_hostport_parse(root->addr, &hp) != 0 ||
+	    psc_resolve(&hp, &ss, &sl, err, len) != 0) {
+		snprintf(err, len, "rank 0 (host %s) published a bad liveness "
+			 "address \"%s\"", root->host, root->addr);
+		return -EPROTO;
+	}
+	fd = psc_connect_retry((struct sockaddr *)&ss, sl, deadline, &last);
+	if (fd < 0) {
+		snprintf(err, len, "rank 0 (host %s, pid %d) died or is "
+			 "unreachable: connecting to its liveness monitor at "
+			 "%s failed: %s", root->host, root->pid, root->addr,
+			 strerror(last));
+		return -ECONNRESET;
+	}
+	psc_live_link_setup(fd);
+	l->links[0] = (struct link){.fd = fd, .rank = 0, .since = psc_now(),
+				    .last_rx = psc_now()};
+	l->nlinks = 1;
+	/* The handshake, before the thread runs: blocking with a deadline. */
+	psc_live_bind(bind, l->cfg.rank, l->cfg.size);
+	psc_auth_client_hello(&hs, &l->key, PSC_AUTH_LIVE, bind, sizeof(bind),
+			      hello_pl);
+	rc = psc_live_send(&l->links[0], F_HELLO, l->cfg.rank, hello_pl,
+			sizeof(hello_pl))
+		     ? psc_read_full(fd, f, HDR, deadline)
+		     : -ECONNRESET;
+	if (rc == 0 && (f[0] != F_CHAL ||
+			psc_be_get(f + 2, 2) != PSC_AUTH_CHAL_LEN))
+		rc = -EPROTO;
+	if (rc == 0)
+		rc = psc_read_full(fd, f + HDR, PSC_AUTH_CHAL_LEN, deadline);
+	if (rc == 0 && psc_auth_client_proof(&hs, f + HDR, PSC_AUTH_CHAL_LEN,
+					     pf, NULL) != 0) {
+		snprintf(err, len, "rank 0's liveness monitor at %s did not "
+			 "prove that it knows this job's PS_COMM_JOB_KEY",
+			 root->addr);
+		return -EACCES;
+	}
+	if (rc == 0 && !psc_live_send(&l->links[0], F_PROOF, l->cfg.rank, pf,
+				   sizeof(pf)))
+		rc = -ECONNRESET;
+	if (rc) {
+		snprintf(err, len, "rank 0 (host %s, pid %d) died: its "
+			 "liveness connection closed during the handshake "
+			 "(%s)", root->host, root->pid, strerror(-rc));
+		return -ECONNRESET;
+	}
+	l->peers[0].state = P_UP;
+	return 0;
+}
+
+void psc_live_set_key(struct psc_live *l, const struct psc_auth_key *key)
+{
+	pthread_mutex_lock(&l->lock);
+	l->key = *key;
+	pthread_mutex_unlock(&l->lock);
+}
+
+int psc_live_start(struct psc_live *l, char *err, size_t len)
+{
+	int rc = 0, lost = -1;
+
+	/* Rank 0's listener starts with the key that is set by now. */
+	rc = l->cfg.rank != 0 ? join(l, err, len) : psc_live_listen(l, err, len);
+	if (rc)
+		return rc;
+	/* Peers this kernel can watch die. */
+	for (int r = 0; r < l->cfg.size; r++) {
+		struct peer *p = &l->peers[r];
+
+		if (r == l->cfg.rank || strcmp(p->proc, l->proc) != 0)
+			continue;
+		p->pidfd = pidfd_open(p->pid);
+		if (p->pidfd < 0 && errno == ESRCH && lost < 0)
+			lost = r;
+	}
+	pthread_mutex_lock(&l->lock);
+	l->started = psc_now();
+	if (lost >= 0)
+		psc_live_peer_died(l, lost, "died: its process is gone");
+	rc = pthread_create(&l->thread, NULL, psc_live_run, l);
+	l->running = rc == 0;
+	pthread_mutex_unlock(&l->lock);
+	if (rc) {
+		snprintf(err, len, "liveness monitor: pthread_create: %s",
+			 strerror(rc));
+		return -rc;
+	}
+	return 0;
+}
+
+int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
+		   uint32_t ctx, const int *world, const fi_addr_t *addrs,
+		   int n)
+{
+	struct watch *w = calloc(1, sizeof(*w));
+
+	if (w) {
+		w->world = malloc((size_t)n * sizeof(*w->world));
+		w->addrs = malloc((size_t)n * sizeof(*w->addrs));
+	}
+	if (!w || !w->world || !w->addrs) {
+		if (w) {
+			free(w->world);
+			free(w->addrs);
+		}
+		free(w);
+		return -ENOMEM;
+	}
+	memcpy(w->world, world, (size_t)n * sizeof(*w->world));
+	memcpy(w->addrs, addrs, (size_t)n * sizeof(*w->addrs));
+	w->ep = ep;
+	w->owner = owner;
+	w->ctx = ctx;
+	w->n = n;
+	pthread_mutex_lock(&l->lock);
+	w->next = l->watches;
+	l->watches = w;
+	l->refs++;
+	/* A rank that died already fails the newcomer at once. */
+	for (int i = 0; i < n && !w->failed; i++)
+		if (l->peers[world[i]].state == P_DEAD) {
+			w->failed = true;
+			psc_ep_fail_owner(ep, owner, -ECONNRESET,
+					  l->peers[world[i]].dead);
+		}
+	pthread_mutex_unlock(&l->lock);
+	return 0;
+}
+
+void psc_live_unwatch(struct psc_live *l, const void *owner)
+{
+	struct watch **pp, *w, *dropped = NULL;
+	int n = 0;
+
+	/* An owner on a pair has a watch per endpoint. */
+	pthread_mutex_lock(&l->lock);
+	for (pp = &l->watches; *pp;)
+		if ((*pp)->owner == owner) {
+			w = *pp;
+			*pp = w->next;
+			w->next = dropped;
+			dropped = w;
+			n++;
+		} else {
+			pp = &(*pp)->next;
+		}
+	/* Each watch held l: all but one hold go here, none of them the
+	 * last; the release below drops the one left. */
+	if (n > 1)
+		l->refs -= n - 1;
+	pthread_mutex_unlock(&l->lock);
+	while (dropped) {
+		w = dropped;
+		dropped = w->next;
+		free(w->world);
+		free(w->addrs);
+		free(w);
+	}
+	if (n > 0)
+		psc_live_release(l);
+}
+
+/* Whether a rank of owner's watch is known dead. Lock held. */
+static bool owner_has_dead(struct psc_live *l, const void *owner)
+{
+	for (struct watch *w = l->watches; w; w = w->next)
+		if (w->owner == owner)
+			for (int i = 0; i < w->n; i++)
+				if (l->peers[w->world[i]].state == P_DEAD)
+					return true;
+	return false;
+}
+
+bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
+		     const char *evidence)
+{
+	double until = psc_now() + PSC_MIN(1.0, l->cfg.timeout);
+	bool known;
+
+	pthread_mutex_lock(&l->lock);
+	while (!(known = owner_has_dead(l, owner)) && psc_now() < until) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += 20000000L; /* 20 ms */
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&l->cond, &l->lock, &ts);
+	}
+	/* Nobody knows of a death: fail it with what this rank saw. */
+	for (struct watch *w = l->watches; w && fail && !known; w = w->next)
+		if (w->owner == owner && !w->failed) {
+			w->failed = true;
+			psc_ep_fail_owner(w->ep, owner, -ECONNRESET, evidence);
+		}
+	pthread_mutex_unlock(&l->lock);
+	return known;
+}
+
+void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
+{
+	uint8_t pl[FRAME_MAX];
+	size_t wl = PSC_MIN(strlen(words), sizeof(pl) - 4);
+
+	psc_be_put(pl, ctx, 4);
+	/* The frame carries its length: no terminator on the wire. */
+	/* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
+	memcpy(pl + 4, words, wl);
+	pthread_mutex_lock(&l->lock);
+	for (int i = 0; i < l->nlinks; i++)
+		if (l->links[i].rank >= 0)
+			psc_live_send(&l->links[i], F_ABORT, l->cfg.rank, pl,
+				   4 + wl);
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* Whether every rank of [lo, hi) left or died. Lock held. */
+static bool all_gone(const struct psc_live *l, int lo, int hi)
+{
+	for (int r = lo; r < hi; r++)
+		if (r != l->cfg.rank && (l->peers[r].state == P_UP ||
+					 l->peers[r].state == P_PENDING))
+			return false;
+	return true;
+}
+
+void psc_live_leave(struct psc_live *l)
+{
+	bool root = l->cfg.rank == 0;
+	int lo = root ? 1 : 0, hi = root ? l->cfg.size : 1;
+	struct timespec ts;
+	struct link *k;
+
+	pthread_mutex_lock(&l->lock);
+	/* Rank 0 relays deaths until all left; the others wait for its
+	 * answer, which comes once every rank knows they are leaving. */
+	if (!root && (k = psc_live_link_of(l, 0)) != NULL)
+		psc_live_send(k, F_BYE, l->cfg.rank, NULL, 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)l->cfg.timeout + 1;
+	while (!all_gone(l, lo, hi) &&
+	       pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
+		;
+	if (!all_gone(l, lo, hi))
+		psc_log(PSC_LOG_WARN, l->cfg.rank, "finalize: %s within "
+			"PS_COMM_PEER_TIMEOUT=%g s", root ? "some ranks did "
+			"not say goodbye" : "rank 0 did not answer the goodbye",
+			l->cfg.timeout);
+	if (root)
+		for (int i = 0; i < l->nlinks; i++)
+			if (psc_live_link_up(&l->links[i]) &&
+			    l->links[i].rank > 0)
+				psc_live_send(&l->links[i], F_BYE, 0, NULL, 0);
+	l->left = true;
+	pthread_mutex_unlock(&l->lock);
+}
+
+void psc_live_release(struct psc_live *l)
+{
+	bool last;
+
+	pthread_mutex_lock(&l->lock);
+	last = --l->refs == 0;
+	l->stop = last;
+	pthread_mutex_unlock(&l->lock);
+	if (!last)
+		return;
+	if (l->running) {
+		psc_live_wake(l);
+		pthread_join(l->thread, NULL);
+	}
+	for (int i = 0; i < l->nlinks; i++)
+		if (!l->links[i].lc && l->links[i].fd >= 0)
+			close(l->links[i].fd);
+	psc_lsn_free(l->lsn);
+	for (int r = 0; r < l->cfg.size; r++) {
+		if (l->peers[r].pidfd >= 0)
+			close(l->peers[r].pidfd);
+		free(l->peers[r].dead);
+		free(l->peers[r].suspect);
+	}
+	if (l->listen_fd >= 0)
+		close(l->listen_fd);
+	if (l->wake[0] >= 0) {
+		close(l->wake[0]);
+		close(l->wake[1]);
+	}
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l->links);
+	free(l->peers);
+	free(l);
+}

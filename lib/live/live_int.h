@@ -1,0 +1,134 @@
+/*
+ * What the liveness monitor's files share (private to lib/live): the
+ * frame types and limits, the state of peers, links and watches, and the
+ * calls one file makes into the other. live.c runs the monitor (deaths,
+ * frames, the thread); live_api.c holds the calls of live.h that open,
+ * join, watch and leave, and the watchdog. Every function here expects
+ * l->lock held unless it says otherwise.
+ */
+#ifndef PSC_LIVE_INT_H
+#define PSC_LIVE_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "live/live.h"
+#include "net/auth.h"
+#include "net/listener.h"
+#include "net/net.h"
+
+enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF };
+
+#define HDR 8
+#define FRAME_MAX 480
+#define UNBOUND_S 5.0	      /* how long a stranger may take to authenticate */
+#define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
+#define TICK_MS 100	      /* the thread's period: checks, watchdog */
+#define SUSPECT_S 5.0	      /* rank 0's verdict on a reported death */
+
+enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
+
+struct peer {
+	char host[64];
+	char addr[80];	      /* rank 0: its listener, "ip:port" */
+	char proc[96];	      /* kernel and pid namespace */
+	int pid;
+	int pidfd;	      /* same kernel and pid namespace, else -1 */
+	enum peer_state state;
+	char *dead;	      /* words of its death */
+	char *suspect;	      /* seen dead here, reported to rank 0 */
+	double suspect_at;
+	double left_at;	      /* when it left (P_LEFT) */
+	bool left_failed;     /* what still waits for it was failed */
+};
+
+/*
+ * A link of the star: rank 0's to each rank is a listener connection
+ * (lc, fd -1); another rank's to rank 0 is its own socket (fd).
+ */
+struct link {
+	int fd;
+	struct psc_lsn_conn *lc;
+	int rank;	      /* -1 once closed */
+	double since, last_rx, last_tx;
+	size_t inlen;
+	bool reading;	      /* link_read is handling its frames */
+	uint8_t in[HDR + FRAME_MAX];
+};
+
+struct watch {
+	struct psc_ep *ep;
+	const void *owner;
+	uint32_t ctx;
+	int n;
+	int *world;
+	fi_addr_t *addrs;
+	bool failed;
+	struct psc_ep_probe last; /* watchdog: the call seen last */
+	double since;		  /* ... first seen at */
+	struct watch *next;
+};
+
+struct psc_live {
+	struct psc_live_config cfg;
+	struct psc_iface iface;
+	double beat;
+	int listen_fd;	      /* rank 0, until the listener takes it */
+	struct psc_lsn *lsn;  /* rank 0: the star's listener */
+	char addr[80];
+	struct psc_auth_key key;
+	char proc[96];
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_t thread;
+	bool running, stop, left;
+	int wake[2];
+	int refs;
+	double started;
+	int first;		/* the first rank that died, or -1 */
+	struct peer *peers;
+	struct link *links;
+	int nlinks, maxlinks;
+	struct watch *watches;
+};
+
+/* A link's socket: non-blocking, without Nagle's delay. Any lock. */
+void psc_live_link_setup(int fd);
+
+/* Send one frame without blocking; false when the link is broken. */
+bool psc_live_send(struct link *k, int type, int rank, const void *pl,
+		   size_t plen);
+
+/* The open link bound to rank, or NULL. */
+struct link *psc_live_link_of(struct psc_live *l, int rank);
+
+/* Wake the monitor thread. Any lock. */
+void psc_live_wake(struct psc_live *l);
+
+/* What a liveness handshake binds: the claimed rank and the size. */
+void psc_live_bind(uint8_t *b, int r, int size);
+
+/* Rank r seems dead, with evidence: suspect it (live.c). */
+void psc_live_peer_died(struct psc_live *l, int r, const char *evidence);
+
+/* The monitor thread (pthread_create's start routine); no lock held. */
+void *psc_live_run(void *arg);
+
+/* Whether link k is open. */
+static inline bool psc_live_link_up(const struct link *k)
+{
+	return k->lc ? psc_lsn_open_p(k->lc) : k->fd >= 0;
+}
+
+/* Rank 0: the listener for the star on l->listen_fd (live.c). */
+int psc_live_listen(struct psc_live *l, char *err, size_t len);
+
+/* Sample every watched endpoint's libfabric call (live_api.c). */
+void psc_live_watchdog(struct psc_live *l, double now);
+
+/* Whether rank r's process shares this kernel and pid namespace. */
+bool psc_live_is_local(const struct psc_live *l, int r);
+
+#endif /* PSC_LIVE_INT_H */
