@@ -179,16 +179,22 @@ job_report() {
 		return 0
 	fi
 	not_ok "$name on $RIG_DEV: statuses ${JOB_RC[*]}$([ "$st" -eq 2 ] && echo ' (hung)')"
+	job_outputs
+	[ "$st" -eq 2 ] && tally "$CASE" hang || tally "$CASE" fail
+	wire_died
+	return 1
+}
+
+# job_outputs: the end of each rank's output, and a hung rank's threads as
+# gdb saw them before the kill.
+job_outputs() {
+	local r
 	for ((r = 0; r < JOB_SIZE; r++)); do
 		echo "#   rank $r (exit ${JOB_RC[r]}):"
 		tail -8 "${JOB_OUT[r]}" 2>/dev/null | sed 's/^/#     /'
-		# A hung rank's threads, as gdb saw them before the kill.
 		head -60 "${JOB_OUT[r]%.out}.stacks" 2>/dev/null |
 			sed 's/^/#     /'
 	done
-	[ "$st" -eq 2 ] && tally "$CASE" hang || tally "$CASE" fail
-	wire_check
-	return 1
 }
 
 # boot_pair DEVICE: boot both guests with DEVICE and give them a fresh job
@@ -202,15 +208,16 @@ boot_pair() {
 	umask 022
 }
 
-# wire_check: after a failed job, see that the wire between the guests
-# still carries traffic.  When it does not, show each guest's kernel log
-# and counters and the host's sockets (rig_diag), note it in the table,
-# and boot the pair again, so that one dead wire fails one job and not
-# every job after it.  The failed job stays failed.
-wire_check() {
-	[ -n "${RIG_DOWN:-}" ] && return 0
-	{ rig_alive 0 && rig_alive 1; } || return 0
-	rig_wire_ok && return 0
+# wire_died: after a failed job, see whether the wire between the guests
+# still carries traffic.  When it does not (0), show each guest's kernel
+# log and counters and the host's sockets (rig_diag), note it in the
+# table, and boot the pair again, so that one dead wire fails at most one
+# job and not every job after it.  1 when the wire works (or a guest is
+# down on purpose).
+wire_died() {
+	[ -n "${RIG_DOWN:-}" ] && return 1
+	{ rig_alive 0 && rig_alive 1; } || return 1
+	rig_wire_ok && return 1
 	echo "# the wire between the guests carries no traffic after this job:"
 	rig_diag 2>&1 | sed 's/^/#   /'
 	NOTE["$CASE $RIG_DEV"]+=" wire-died"
@@ -218,14 +225,26 @@ wire_check() {
 		not_ok "booting the guests again with $RIG_DEV"
 		REBOOT=1
 	fi
+	return 0
 }
 
-# job NAME SECONDS LAYOUT CMD: run one job and report it.
+# job NAME SECONDS LAYOUT CMD: run one job and report it.  A job that
+# failed because the wire between the guests died under it (nothing a
+# program in a guest can do takes a virtual NIC down for good) runs once
+# more on a freshly booted pair; the table notes it, and a second failure
+# counts.
 job() {
 	local st
 	job_start "$3" "$4"
 	job_wait "$2"
 	st=$?
+	if [ "$st" -ne 0 ] && [ -z "${JOB_RETRY:-}" ] && wire_died; then
+		echo "# $1 on $RIG_DEV (exit ${JOB_RC[*]}) ran on a wire that died; once more:"
+		job_outputs
+		NOTE["$CASE $RIG_DEV"]+=" retried"
+		JOB_RETRY=1 job "$@"
+		return $?
+	fi
 	job_report "$1" $st
 }
 
@@ -481,7 +500,7 @@ survivors_fail() {
 			echo "#   rank $r:"
 			tail -4 "${JOB_OUT[r]}" 2>/dev/null | sed 's/^/#     /'
 		done
-		wire_check
+		wire_died
 	fi
 }
 
