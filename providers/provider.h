@@ -190,6 +190,15 @@ struct psc_provider_ops {
 	 * choice); NULL when there is none.
 	 */
 	const char *van_advice;
+	/*
+	 * A variable the family needs set before fi_getinfo unless the user
+	 * set it: for i from 0, fills *name, value (a NUL-terminated string
+	 * in len bytes) and *why (a sentence part) and returns true; false
+	 * past the last. NULL for families with none (left NULL by the
+	 * lookup too).
+	 */
+	bool (*env_default)(size_t i, const char **name, char *value,
+			    size_t len, const char **why);
 };
 
 /*

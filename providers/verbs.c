@@ -17,6 +17,7 @@
  * it). The NIC is not tied to the bootstrap interface: pscomm prefers the
  * device nearest to the process unless FI_VERBS_IFACE pins one.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,7 +36,8 @@ static const struct psc_tunable verbs_tunables[] = {
 	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit (~16 KiB); must be the "
 				   "same on every rank"},
 	{"FI_OFI_RXM_SAR_LIMIT", "largest segmented message before "
-				 "rendezvous (128 KiB)"},
+				 "rendezvous; pscomm sets it to the eager "
+				 "limit (no segmentation) unless set"},
 	{"FI_OFI_RXM_USE_SRX", "1: shared receive context, saves memory in "
 			       "large jobs"},
 	{"FI_UNIVERSE_SIZE", "peers rxm sizes its connections' completion "
@@ -51,12 +53,8 @@ static const struct psc_tunable verbs_tunables[] = {
 	{NULL, NULL},
 };
 
-/*
- * The largest payload of a software-matched first message: rxm's eager
- * limit (FI_OFI_RXM_BUFFER_SIZE, which every rank must share, 16 KiB by
- * default) less pscomm's header.
- */
-static size_t verbs_rxm_eager(void)
+/* rxm's eager limit as rxm reads it: FI_OFI_RXM_BUFFER_SIZE or 16 KiB. */
+static unsigned long long verbs_rxm_buffer(void)
 {
 	const char *v = getenv("FI_OFI_RXM_BUFFER_SIZE");
 	unsigned long long b = 16384;
@@ -67,8 +65,43 @@ static size_t verbs_rxm_eager(void)
 		if (*end || b == 0)
 			b = 16384;
 	}
+	return b;
+}
+
+/*
+ * The largest payload of a software-matched first message: rxm's eager
+ * limit (which every rank must share) less pscomm's header.
+ */
+static size_t verbs_rxm_eager(void)
+{
+	unsigned long long b = verbs_rxm_buffer();
+
 	/* Less pscomm's 16-byte header, with room to spare. */
 	return b > 4096 ? (size_t)b - 64 : 4032;
+}
+
+/*
+ * FI_OFI_RXM_SAR_LIMIT at rxm's eager limit, which turns segmentation
+ * (SAR) off: messages above the eager size go by rendezvous (an RDMA
+ * read of the sender's buffer, no copy). When a peer's connection shuts
+ * down with a SAR message half received, rxm_close_conn (libfabric 1.14
+ * to 1.22) unlinks the receive from the wrong list and loops for ever in
+ * fi_cq_read with the endpoint's lock held: a rank would hang instead of
+ * reporting its dead peer. rxm over tcp never segments (its receive
+ * buffers are dynamic), so this matters to verbs only; iWARP also splits
+ * messages at the eager size (verbs_derive_caps).
+ */
+static bool verbs_env_default(size_t i, const char **name, char *value,
+			      size_t len, const char **why)
+{
+	if (i > 0)
+		return false;
+	*name = "FI_OFI_RXM_SAR_LIMIT";
+	snprintf(value, len, "%llu", verbs_rxm_buffer());
+	*why = "rxm's segmented messages can hang a rank whose peer dies "
+	       "mid-message (libfabric 1.14 to 1.22); above the eager size "
+	       "they go by rendezvous";
+	return true;
 }
 
 static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
@@ -154,6 +187,7 @@ const struct psc_provider_ops psc_verbs_ops = {
 	.iface_env = "FI_VERBS_IFACE",
 	.fork_env = "RDMAV_FORK_SAFE",
 	.explain_open_error = verbs_explain_open_error,
+	.env_default = verbs_env_default,
 	.missing_hint = "no RDMA device; for RoCE load rdma_rxe or install "
 			"the NIC driver (rdma-core, `ibv_devices` lists "
 			"devices)",

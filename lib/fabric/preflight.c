@@ -184,6 +184,18 @@ static void set_default(const char *name, const char *value,
 	psc_log(PSC_LOG_DEBUG, rank, "set %s=%s (%s)", name, value, why);
 }
 
+/* The variables the family needs set (its env_default), unless set. */
+static void env_defaults(const struct psc_provider_ops *o, int rank)
+{
+	const char *name, *why;
+	char value[64];
+
+	for (size_t i = 0; o->env_default &&
+			   o->env_default(i, &name, value, sizeof(value), &why);
+	     i++)
+		set_default(name, value, why, rank);
+}
+
 /*
  * Size libfabric's per-peer structures for the job: FI_UNIVERSE_SIZE,
  * read once when libfabric initialises, unless the user set it. rxm
@@ -259,6 +271,7 @@ void psc_preflight_env(const struct psc_params *p, int rank, int ranks)
 				    "job, derived from the job's identity",
 				    rank);
 		no_cma(&all[i], rank);
+		env_defaults(&all[i], rank);
 	}
 	pthread_atfork(warn_fork, NULL, NULL);
 	pthread_mutex_unlock(&env_lock);

@@ -260,6 +260,34 @@ START_TEST(test_verbs_iwarp_eager)
 }
 END_TEST
 
+/*
+ * verbs asks for FI_OFI_RXM_SAR_LIMIT at rxm's eager limit (segmentation
+ * off: rxm_close_conn loops for ever on a half-received segmented
+ * message), following FI_OFI_RXM_BUFFER_SIZE; the other families ask for
+ * nothing.
+ */
+START_TEST(test_verbs_env_default)
+{
+	const struct psc_provider_ops *ops = psc_provider_lookup("verbs;ofi_rxm");
+	const char *name = NULL, *why = NULL;
+	char value[64];
+
+	unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+	ck_assert_ptr_nonnull(ops->env_default);
+	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
+	ck_assert_str_eq(name, "FI_OFI_RXM_SAR_LIMIT");
+	ck_assert_str_eq(value, "16384");
+	ck_assert_ptr_nonnull(why);
+	ck_assert(!ops->env_default(1, &name, value, sizeof(value), &why));
+	setenv("FI_OFI_RXM_BUFFER_SIZE", "65536", 1);
+	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
+	ck_assert_str_eq(value, "65536");
+	unsetenv("FI_OFI_RXM_BUFFER_SIZE");
+	ck_assert_ptr_null(psc_provider_lookup("tcp;ofi_rxm")->env_default);
+	ck_assert_ptr_null(psc_provider_lookup("shm")->env_default);
+}
+END_TEST
+
 START_TEST(test_generic_caps)
 {
 	struct fi_info *i = sane_info("verbs;ofi_rxm");
@@ -502,6 +530,7 @@ static Suite *provider_suite(void)
 	tc = tcase_create("caps");
 	tcase_add_test(tc, test_generic_caps);
 	tcase_add_test(tc, test_verbs_iwarp_eager);
+	tcase_add_test(tc, test_verbs_env_default);
 	tcase_add_test(tc, test_udp_caps);
 	tcase_add_test(tc, test_tcp_shm_sockets_caps);
 	tcase_add_test(tc, test_chunk_sizes);
