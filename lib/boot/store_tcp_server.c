@@ -517,9 +517,19 @@ int psc_store_tcp_serve(struct psc_store *s, struct sockaddr_storage *addr,
 
 void psc_store_tcp_unserve(struct psc_store_tcp_server *sv, bool wait_for_byes)
 {
-	if (wait_for_byes)
+	if (wait_for_byes) {
 		psc_lsn_wait(sv->lsn);
-	else
+	} else {
 		psc_lsn_stop(sv->lsn);
+		/*
+		 * Rank 0's own wait ends at the same deadline, and may end
+		 * before the listener's tick saw it pass: the waiting ranks
+		 * must still hear who never came, not just a closed
+		 * connection. The listener's thread has ended, so this
+		 * thread may send.
+		 */
+		if (sv->byes < sv->size && psc_now() >= sv->deadline)
+			missing_abort(sv);
+	}
 	server_free(sv);
 }
