@@ -185,12 +185,15 @@ job_report() {
 	return 1
 }
 
-# job_outputs: the end of each rank's output, and a hung rank's threads as
-# gdb saw them before the kill.
+# job_outputs: each rank's failed checks (the suites' "not ok" lines,
+# which a traced run buries), the end of its output, and a hung rank's
+# threads as gdb saw them before the kill.
 job_outputs() {
 	local r
 	for ((r = 0; r < JOB_SIZE; r++)); do
 		echo "#   rank $r (exit ${JOB_RC[r]}):"
+		grep -m 10 '^not ok' "${JOB_OUT[r]}" 2>/dev/null |
+			sed 's/^/#     /'
 		tail -8 "${JOB_OUT[r]}" 2>/dev/null | sed 's/^/#     /'
 		head -60 "${JOB_OUT[r]%.out}.stacks" 2>/dev/null |
 			sed 's/^/#     /'
