@@ -181,7 +181,6 @@ job_report() {
 	not_ok "$name on $RIG_DEV: statuses ${JOB_RC[*]}$([ "$st" -eq 2 ] && echo ' (hung)')"
 	job_outputs
 	[ "$st" -eq 2 ] && tally "$CASE" hang || tally "$CASE" fail
-	wire_died
 	return 1
 }
 
@@ -241,7 +240,8 @@ job() {
 	job_start "$3" "$4"
 	job_wait "$2"
 	st=$?
-	if [ "$st" -ne 0 ] && [ -z "${JOB_RETRY:-}" ] && wire_died; then
+	# One wire check per failed job; a dead wire is mended either way.
+	if [ "$st" -ne 0 ] && wire_died && [ -z "${JOB_RETRY:-}" ]; then
 		echo "# $1 on $RIG_DEV (exit ${JOB_RC[*]}) ran on a wire that died; once more:"
 		job_outputs
 		NOTE["$CASE $RIG_DEV"]+=" retried"
@@ -544,7 +544,8 @@ case_wire() {
 	rig_wire_up
 	job_wait 300
 	st=$?
-	job_report "wire cut for $((PEER_TIMEOUT / 3)) s (peer timeout $PEER_TIMEOUT s): the job completes" $st
+	job_report "wire cut for $((PEER_TIMEOUT / 3)) s (peer timeout $PEER_TIMEOUT s): the job completes" $st ||
+		wire_died
 }
 
 case_poweroff() {
