@@ -396,7 +396,7 @@ case_pslite() {
 	job_seq=$((job_seq + 1))
 	local env="export FI_PROVIDER='verbs;ofi_rxm' DMLC_PS_ROOT_URI=${RIG_IP[0]}"
 	env="$env DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1"
-	env="$env DMLC_ENABLE_RDMA=0 PS_COMM_JOB_KEY_FILE=/rig/key"
+	env="$env DMLC_PS_VAN_TYPE=pscomm DMLC_ENABLE_RDMA=0 PS_COMM_JOB_KEY_FILE=/rig/key"
 	rig_start 0 "p$job_seq.sched" "$env DMLC_ROLE=scheduler DMLC_NODE_HOST=${RIG_IP[0]}; exec $d/tests/test_kv_app"
 	rig_start 0 "p$job_seq.server" "$env DMLC_ROLE=server DMLC_NODE_HOST=${RIG_IP[0]}; exec $d/tests/test_kv_app"
 	rig_start 1 "p$job_seq.worker" "$env DMLC_ROLE=worker DMLC_NODE_HOST=${RIG_IP[1]}; exec $d/tests/test_kv_app"
