@@ -1,8 +1,10 @@
 #!/bin/bash
 # bench/rdma_peers.sh: pscomm's pingpong over verbs;ofi_rxm between the two
 # guests of the RDMA rig (tests/rdma/rig.sh), against libfabric's own
-# fi_pingpong on the same provider (the floor) and Open MPI's pml cm with
-# mtl ofi on the same provider, alternating the three in every round.
+# fi_pingpong on the same provider (the floor), Open MPI's pml cm with
+# mtl ofi on the same provider, and MPICH over UCX (Debian's MPICH is
+# ch4:ucx; rxe only: UCX has no iWARP transport), alternating them in
+# every round.
 #
 #	bench/rdma_peers.sh [-d "rxe siw"] [-r ROUNDS] [-s "8 4096 65536"]
 #			    [-i ITERS] [-o DIR]
@@ -50,6 +52,13 @@ if command -v mpicc >/dev/null && command -v mpirun >/dev/null &&
 else
 	echo "rdma_peers: no mpicc/mpirun: Open MPI left out" >&2
 fi
+mpich=
+if command -v mpicc.mpich >/dev/null && command -v mpirun.mpich >/dev/null &&
+	mpicc.mpich -O2 -o "$out/mpich_pingpong" "$top/bench/mpi_pingpong.c" 2>/dev/null; then
+	mpich=$out/mpich_pingpong
+else
+	echo "rdma_peers: no mpicc.mpich/mpirun.mpich: MPICH left out" >&2
+fi
 raw=$out/raw.csv
 echo "device,size,system,round,latency_us" >"$raw"
 port=$((31000 + $$ % 1000))
@@ -95,10 +104,23 @@ run_mpi() {
 	awk -F, '$1 ~ /^[0-9]+$/ { print $2 }' "$RIG_DIR/g0/$n.out"
 }
 
+# run_mpich SIZE: MPICH over UCX's RC transport on the device, started
+# by hydra in guest 0 with rig-rsh as its remote shell.
+run_mpich() {
+	local n=mpich$((port += 1))
+	rig_start 0 "$n" "exec mpirun.mpich -launcher rsh \
+		-launcher-exec $top/tests/rdma/rig-rsh -iface eth0 \
+		-hosts node0,node1 -np 2 -env UCX_NET_DEVICES ${RIG_DEV}0:1 \
+		-env UCX_TLS rc,self $mpich -m $1 -M $1 -i $iters -w 5 --csv"
+	rig_wait 0 "$n" 300 || return 1
+	awk -F, '$1 ~ /^[0-9]+$/ { print $2 }' "$RIG_DIR/g0/$n.out"
+}
+
 for dev in $devices; do
 	rig_boot "$dev" || exit 1
 	systems="ps fi"
-	[ -n "$mpi" ] && systems="ps fi mpi"
+	[ -n "$mpi" ] && systems="$systems mpi"
+	[ -n "$mpich" ] && [ "$dev" = rxe ] && systems="$systems mpich"
 	for ((r = 1; r <= rounds; r++)); do
 		for size in $sizes; do
 			for s in $systems; do
@@ -116,13 +138,13 @@ done
 
 # Summary: median (min-max) per system, pscomm over each peer.
 {
-	echo "| device | size (B) | pscomm (us) | fi_pingpong (us) | Open MPI (us) | pscomm / fi_pingpong | pscomm / Open MPI |"
-	echo "|---|---|---|---|---|---|---|"
+	echo "| device | size (B) | pscomm (us) | fi_pingpong (us) | Open MPI (us) | MPICH-UCX (us) | pscomm / fi_pingpong | pscomm / Open MPI | pscomm / MPICH-UCX |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 	for dev in $devices; do
 		for size in $sizes; do
 			line="| $dev | $size"
 			declare -A med=()
-			for s in ps fi mpi; do
+			for s in ps fi mpi mpich; do
 				vals=$(awk -F, -v d="$dev" -v z="$size" -v s="$s" \
 					'$1 == d && $2 == z && $3 == s && $5 != "fail" { print $5 }' \
 					"$raw" | sort -g)
@@ -136,7 +158,7 @@ done
 				med[$s]=$m
 				line="$line | $m ($(echo "$vals" | head -1)-$(echo "$vals" | tail -1))"
 			done
-			for s in fi mpi; do
+			for s in fi mpi mpich; do
 				if [ -n "${med[ps]}" ] && [ -n "${med[$s]}" ]; then
 					line="$line | $(awk -v a="${med[ps]}" -v b="${med[$s]}" 'BEGIN { printf "%.2f", a / b }')"
 				else
@@ -147,7 +169,7 @@ done
 		done
 	done
 	echo
-	echo "bench/rdma_peers.sh -d \"$devices\" -r $rounds -s \"$sizes\" -i $iters; latency is half a round trip (fi_pingpong's usec/xfer)"
+	echo "bench/rdma_peers.sh -d \"$devices\" -r $rounds -s \"$sizes\" -i $iters; latency is half a round trip (fi_pingpong's usec/xfer); bandwidth is size over it, so each system's bandwidth ratio is the inverse of its latency ratio"
 } >"$out/summary.md"
-rm -f "$out/mpi_pingpong"
+rm -f "$out/mpi_pingpong" "$out/mpich_pingpong"
 cat "$out/summary.md"

@@ -535,14 +535,21 @@ int psc_mr_fab_open(struct psc_fab *ep, const struct psc_params *p,
 		snprintf(err, len, "out of memory for the registration cache");
 		return rc;
 	}
-	if (ep->mr_local)
+	if (ep->mr_local) {
+		char how[96] = "per operation (libfabric caches where the "
+			       "provider does)";
+
+		if (p->mr_cache_entries)
+			snprintf(how, sizeof(how), "pscomm's cache of %zu "
+				 "bytes / %zu entries", p->mr_cache_bytes,
+				 p->mr_cache_entries);
 		psc_log(PSC_LOG_INFO, ep->rank, "memory registration: %s%s%s, "
-			"cache %zu bytes / %zu entries, copies up to %zu bytes",
+			"%s, copies up to %zu bytes",
 			ep->caps.mr_local ? "FI_MR_LOCAL" : "forced",
 			ep->caps.mr_endpoint ? " + FI_MR_ENDPOINT" : "",
-			ep->caps.mr_prov_key ? " + FI_MR_PROV_KEY" : "",
-			p->mr_cache_bytes, p->mr_cache_entries,
+			ep->caps.mr_prov_key ? " + FI_MR_PROV_KEY" : "", how,
 			p->mr_bounce_size);
+	}
 	return 0;
 }
 

@@ -16,7 +16,13 @@
  * providers that need them (caps.mr_local, or PS_COMM_MR_MODE=local).
  *
  * One cache per endpoint (so per domain). Three kinds of registration:
- *  - cached: an interval index of disjoint, page-aligned ranges; a buffer
+ *  - cached (only when PS_COMM_MR_CACHE_ENTRIES > 0; by default every
+ *    operation registers its buffer and releases it, and libfabric's
+ *    verbs and EFA cache those registrations behind a memory monitor
+ *    that sees munmap, which this cache cannot: a range cached here
+ *    keeps the old pages of memory the program unmapped and mapped
+ *    again, as glibc's free and malloc do): an interval index of
+ *    disjoint, page-aligned ranges; a buffer
  *    inside a range hits it. Idle ranges (no holder) sit on an LRU list
  *    bounded by PS_COMM_MR_CACHE_BYTES and PS_COMM_MR_CACHE_ENTRIES; a
  *    range in use is never deregistered. A miss that overlaps cached

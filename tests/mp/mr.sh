@@ -3,10 +3,10 @@
 # PS_COMM_MR_MODE=local every buffer is registered (or copied through a
 # pre-registered slot) and its descriptor passed, so tcp and shm exercise
 # the path verbs and efa take. The point-to-point suite runs with it,
-# also with 4 KiB chunks (many children of one message), with a tiny
-# cache (evictions) and with no cache (a registration per operation); the
-# registration suite runs in both modes, and the collectives suite
-# forced with 4 KiB chunks. sockets covers the tagged receive path (no
+# also with 4 KiB chunks (many children of one message), with pscomm's
+# cache tiny (evictions) and off (a registration per operation, the
+# default); the registration suite runs in both modes and with pscomm's
+# cache, and the collectives suite forced with 4 KiB chunks. sockets covers the tagged receive path (no
 # software matching) in a quick run.
 . "${srcdir:-.}/tests/mp/common.sh"
 P2P="$top_builddir/tests/mp/p2p_suite"
@@ -35,6 +35,9 @@ for prov in tcp net shm; do
 		run_ranks "registration suite, forced, max_msg_size 4 KiB" 2 \
 		"$prov" 240 "$MR"
 	run_ranks "registration suite" 3 "$prov" 240 "$MR"
+	PS_COMM_MR_MODE=local PS_COMM_MR_CACHE_ENTRIES=1024 \
+		run_ranks "registration suite, forced, pscomm's cache" 2 \
+		"$prov" 240 "$MR"
 	# Collectives (allreduce and the rest) on the same path.
 	[ -x "$COLL" ] || continue
 	PS_COMM_MR_MODE=local PS_COMM_MAX_MSG_SIZE=4096 \

@@ -5,7 +5,9 @@
  * and receives from inside registered regions, nested regions, a
  * deregistration while an operation on the region is in flight, reuse of
  * the memory afterwards (through the cache), a freshly allocated buffer
- * after a free, many regions, and bad arguments. Every received byte is
+ * after a free, buffers unmapped and mapped again at the same address
+ * (a stale registration fails this on real RDMA devices: tests/rdma),
+ * many regions, and bad arguments. Every received byte is
  * checked against the pattern its sender wrote. Exits 0 on success, 1 on
  * any failure, 77 when the provider is not available here.
  */
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "ps_comm.h"
 #include "suite.h"
@@ -176,6 +179,43 @@ static void test_realloc(void)
 	ok(t);
 }
 
+/*
+ * Memory given back to the kernel and mapped again at the same address,
+ * as glibc does under malloc and free (large blocks, a trimmed heap):
+ * the new pages are what must be sent, and what a receive must fill. A
+ * registration cached for the old pages still pins them, so on a real
+ * RDMA device a stale one sends the old bytes or receives into pages the
+ * program no longer sees.
+ */
+static void test_remap(void)
+{
+	const char *t = "buffers unmapped and mapped again at the same address";
+	const size_t n = (size_t)1 << 20;
+	const int prot = PROT_READ | PROT_WRITE;
+	const int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+	unsigned char *s = mmap(NULL, n, prot, flags, -1, 0);
+	unsigned char *r = mmap(NULL, n, prot, flags, -1, 0);
+
+	if (s == MAP_FAILED || r == MAP_FAILED) {
+		fail(t, "mmap failed");
+		return;
+	}
+	for (int i = 0; i < 4; i++) {
+		ring(t, s, r, n, 40 + (size_t)i);
+		if (munmap(s, n) || munmap(r, n) ||
+		    mmap(s, n, prot, flags | MAP_FIXED_NOREPLACE, -1, 0) != s ||
+		    mmap(r, n, prot, flags | MAP_FIXED_NOREPLACE, -1, 0) != r) {
+			/* Another thread mapped the range in between. */
+			fail(t, "cannot map the same addresses again");
+			return;
+		}
+	}
+	ring(t, s, r, n, 50);
+	munmap(s, n);
+	munmap(r, n);
+	ok(t);
+}
+
 /* Many small regions registered at once, used, then deregistered. */
 static void test_many(void)
 {
@@ -255,6 +295,7 @@ int main(void)
 	test_nested();
 	test_inflight();
 	test_realloc();
+	test_remap();
 	test_many();
 	rc = ps_comm_finalize(comm);
 	if (rc)
