@@ -18,6 +18,40 @@
 #include "util/err.h"
 #include "util/log.h"
 
+/*
+ * The caller's attributes and PS_COMM_BOOTSTRAP, before anything opens:
+ * PS_COMM_ERR_ARG naming a field of attr, PS_COMM_ERR_CONFIG naming the
+ * variable.
+ */
+static int check_start(struct ps_comm *c, const ps_comm_attr_t *attr)
+{
+	char err[256];
+
+	if (attr && attr->rank < -1) {
+		psc_comm_set_error(c, "attr.rank=%d: a rank is 0 or more (-1: "
+				   "from the environment)", attr->rank);
+		return PS_COMM_ERR_ARG;
+	}
+	if (attr && (attr->size == 0 || attr->size < -1)) {
+		psc_comm_set_error(c, "attr.size=%d: a communicator has at "
+				   "least one rank (-1: from the "
+				   "environment)", attr->size);
+		return PS_COMM_ERR_ARG;
+	}
+	if (attr && attr->bootstrap &&
+	    psc_boot_spec_check(attr->bootstrap, "attr.bootstrap", err,
+				sizeof(err)) != 0) {
+		psc_comm_set_error(c, "%s", err);
+		return PS_COMM_ERR_ARG;
+	}
+	if (psc_boot_spec_check(c->params.bootstrap, "PS_COMM_BOOTSTRAP", err,
+				sizeof(err)) != 0) {
+		psc_comm_set_error(c, "%s", err);
+		return PS_COMM_ERR_CONFIG;
+	}
+	return 0;
+}
+
 static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 {
 	char err[256];
@@ -31,6 +65,12 @@ static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 		c->ch.size = attr->size;
 	if (attr && attr->rank >= 0)
 		c->ch.rank = attr->rank;
+	if (c->ch.rank < 0) {
+		psc_comm_set_error(c, "PS_COMM_SIZE=%d is set but no rank is: "
+				   "set PS_COMM_RANK too (or attr.rank)",
+				   c->ch.size);
+		return PS_COMM_ERR_CONFIG;
+	}
 	if (c->ch.rank >= c->ch.size) {
 		psc_comm_set_error(c, "rank %d is not below size %d",
 				   c->ch.rank, c->ch.size);
@@ -590,7 +630,9 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	char err[1024];
 	int rc, local = 0;
 
-	rc = rank_size(c, attr);
+	rc = check_start(c, attr);
+	if (!rc)
+		rc = rank_size(c, attr);
 	if (!rc)
 		rc = fabric_mode(c, &mode);
 	if (!rc)

@@ -136,7 +136,8 @@ static void load_all(void)
 	}
 	if (psc_env_rank_size(&rank, &size, err, sizeof(err)) == 0 &&
 	    rank != -2)
-		PSC_FUZZ_ASSERT(rank >= 0 && size >= 1 && rank < size);
+		PSC_FUZZ_ASSERT(rank >= -1 && size >= 1 && rank < size &&
+				(rank >= 0 || size > 1));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
