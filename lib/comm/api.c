@@ -183,6 +183,13 @@ int ps_comm_mem_register(ps_comm_t comm, void *buf, size_t len,
 		return PS_COMM_ERR_ARG;
 	*handle = NULL;
 	rc = psc_ep_mem_pin(comm->ch.ep, buf, len, handle);
+	if (rc == -EINVAL) {
+		psc_comm_set_error(comm, "ps_comm_mem_register: len %zu at %p: "
+				   "the range is not all mapped memory of "
+				   "this process (or provider %s refused it)",
+				   len, buf, comm->provider);
+		return psc_err_from_fi(rc);
+	}
 	if (rc) {
 		psc_comm_set_error(comm, "registering %zu bytes at %p failed "
 				   "on provider %s: %s (check ulimit -l)", len,
