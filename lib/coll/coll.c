@@ -459,7 +459,7 @@ static int check_call(struct ps_comm *c, ps_comm_request_t *req,
 	size_t slen, rlen;
 	int rc;
 
-	if (!c || !req)
+	if (!psc_comm_valid(c) || !req)
 		return PS_COMM_ERR_ARG;
 	*req = NULL;
 	memset(a, 0, sizeof(*a));

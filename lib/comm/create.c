@@ -739,6 +739,7 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 
 	if (!c)
 		return PS_COMM_ERR_NOMEM;
+	c->magic = PSC_COMM_MAGIC;
 	c->ch.peers = calloc((size_t)n, sizeof(*c->ch.peers));
 	c->world = calloc((size_t)n, sizeof(*c->world));
 	if (!c->ch.peers || !c->world) {
@@ -782,10 +783,17 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 
 void psc_comm_free(struct ps_comm *c)
 {
+	/*
+	 * Stale handles are then refused while the memory stays mapped;
+	 * volatile, or the compiler drops a store into memory it frees.
+	 */
+	*(volatile uint32_t *)&c->magic = 0;
 	if (c->live)
 		psc_live_unwatch(c->live, &c->ch);
-	for (int i = 0; i < c->ch.npaths; i++)
+	for (int i = 0; i < c->ch.npaths; i++) {
+		psc_ep_disown(c->ch.path[i].ep, &c->ch);
 		psc_ep_forget_owner(c->ch.path[i].ep, &c->ch);
+	}
 	free(c->node_of);
 	free(c->world);
 	free(c->ch.via);
