@@ -576,14 +576,16 @@ void psc_mr_fab_close(struct psc_fab *ep)
 static bool range_mapped(const void *buf, size_t len)
 {
 	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = (uintptr_t)buf & ~(page - 1), b;
+	uintptr_t off = (uintptr_t)buf & (page - 1), end;
+	/* msync wants the start of a page: step back within buf's page. */
+	char *start = (char *)buf - off;
 
 	/* The end rounded up to a page: a wrap means no such range. */
-	if (len > SIZE_MAX - page ||
-	    __builtin_add_overflow((uintptr_t)buf, len + page - 1, &b))
+	if (len > SIZE_MAX - page - off ||
+	    __builtin_add_overflow((uintptr_t)buf, len, &end))
 		return false;
-	b &= ~(page - 1);
-	return msync((void *)a, b - a, MS_ASYNC) == 0;
+	return msync(start, (off + len + page - 1) & ~(page - 1), MS_ASYNC) ==
+	       0;
 }
 
 int psc_mr_user_pin(struct psc_mr_cache *c, const void *buf, size_t len,
