@@ -9,6 +9,18 @@
  * Every function returns 0 on success or a negative PS_COMM_ERR_* code,
  * except ps_comm_strerror(), which returns a message, and ps_comm_version(),
  * which returns the library version. Any thread may call any function.
+ *
+ * Handles used after they were freed: a communicator after
+ * ps_comm_finalize(), a request after it completed (or after its
+ * communicator was finalized), a registration after
+ * ps_comm_mem_deregister(). This is a bug in the caller, and pscomm
+ * catches it on a best-effort basis only: each handle carries a magic
+ * word that is cleared when it is freed, so a call with a stale handle
+ * returns PS_COMM_ERR_ARG as long as its memory is still mapped and has
+ * not been reused for a new handle of the same kind. It may also crash,
+ * or act on the new handle. Registrations are checked against a list
+ * instead, so a stale one is always refused unless its address was
+ * reused by a newer registration.
  */
 #ifndef PS_COMM_H
 #define PS_COMM_H
@@ -88,8 +100,8 @@ typedef struct ps_comm_status {
  */
 typedef struct ps_comm_attr {
 	size_t attr_size;      /* set by ps_comm_attr_init() */
-	int rank;	       /* -1: from the environment */
-	int size;	       /* -1: from the environment */
+	int rank;	       /* -1: from the environment, else >= 0 */
+	int size;	       /* -1: from the environment, else >= 1 */
 	const char *root;      /* "host:port" of the rendezvous, or NULL */
 	const char *bootstrap; /* "auto", "tcp", "file:DIR", "pmix", or NULL */
 } ps_comm_attr_t;
@@ -100,14 +112,19 @@ PS_COMM_API int ps_comm_attr_init(ps_comm_attr_t *attr);
  * Join a communicator. With attr NULL, everything comes from the
  * environment (see README: PS_COMM_RANK, PS_COMM_SIZE, PS_COMM_ROOT, ...).
  * Blocks until every rank has joined or PS_COMM_TIMEOUT expires. Several
- * communicators may exist in one process.
+ * communicators may exist in one process. Fails, before anything opens,
+ * with PS_COMM_ERR_ARG for an attribute that cannot be (a rank below -1,
+ * a size of 0 or below -1, a bootstrap that is not one of the values
+ * above), and with PS_COMM_ERR_CONFIG for an environment variable that
+ * cannot be (README, "Parameters"); the log names the field or variable.
  */
 PS_COMM_API int ps_comm_init(ps_comm_t *comm, const ps_comm_attr_t *attr);
 
 /*
  * Leave and free a communicator. Outstanding requests are cancelled and
  * their handles become invalid. Returns the first error met while
- * tearing down, but always frees everything.
+ * tearing down, but always frees everything. A second call on the same
+ * handle is a stale handle (above): PS_COMM_ERR_ARG, best effort.
  */
 PS_COMM_API int ps_comm_finalize(ps_comm_t comm);
 
@@ -319,10 +336,11 @@ PS_COMM_API int ps_comm_split(ps_comm_t comm, int color, int key,
  * these functions.
  *
  * Errors: PS_COMM_ERR_ARG for a NULL comm, buf or handle, len 0, a range
- * that wraps around, or (deregister) a handle that is not registered on
- * comm's endpoint or was already deregistered; PS_COMM_ERR_NOMEM when out
- * of memory or when the provider cannot pin more memory (raise
- * `ulimit -l`, RLIMIT_MEMLOCK); PS_COMM_ERR_FABRIC or
+ * that wraps around or is not all mapped memory of this process (nothing
+ * is recorded or pinned then), or (deregister) a handle that is not
+ * registered on comm's endpoint or was already deregistered;
+ * PS_COMM_ERR_NOMEM when out of memory or when the provider cannot pin
+ * more memory (raise `ulimit -l`, RLIMIT_MEMLOCK); PS_COMM_ERR_FABRIC or
  * PS_COMM_ERR_SYSTEM when the provider refuses the registration (details
  * in ps_comm_last_error).
  * ---------------------------------------------------------------------- */

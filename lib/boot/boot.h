@@ -22,8 +22,21 @@
 #include "ps_comm.h"
 #include "util/param.h"
 
-/* Rank and size from PS_COMM_* or the usual launcher variables. */
+/*
+ * Rank and size from PS_COMM_* or the usual launcher variables; with
+ * none set, rank 0 of 1. PS_COMM_SIZE alone gives its size with rank -1
+ * (unknown: the caller needs one from elsewhere), or rank 0 for size 1.
+ * Returns 0, or -EINVAL naming the variable in err.
+ */
 int psc_env_rank_size(int *rank, int *size, char *err, size_t len);
+
+/*
+ * Whether spec is a rendezvous backend: auto, tcp, file:DIR or pmix.
+ * Returns 0, or -EINVAL with words in err naming what (the variable or
+ * field the spec came from) and the values allowed.
+ */
+int psc_boot_spec_check(const char *spec, const char *what, char *err,
+			size_t len);
 
 /* What a rank publishes; text fields are NUL-terminated. */
 struct psc_boot_record {

@@ -34,6 +34,8 @@ static const struct {
 
 int psc_env_rank_size(int *rank, int *size, char *err, size_t len)
 {
+	const char *alone;
+
 	for (size_t i = 0; i < PSC_ARRAY_SIZE(launchers); i++) {
 		const char *r = getenv(launchers[i].rank);
 		const char *s = launchers[i].size ? getenv(launchers[i].size)
@@ -72,7 +74,29 @@ int psc_env_rank_size(int *rank, int *size, char *err, size_t len)
 	}
 	*rank = 0;
 	*size = 1;
+	/* PS_COMM_SIZE alone: a size, but the rank must come from attr. */
+	alone = getenv("PS_COMM_SIZE");
+	if (alone && *alone) {
+		if (psc_param_parse_int(alone, size) != 0 || *size < 1) {
+			snprintf(err, len, "PS_COMM_SIZE=\"%s\" is not a job "
+				 "size", alone);
+			return -EINVAL;
+		}
+		*rank = *size == 1 ? 0 : -1;
+	}
 	return 0;
+}
+
+int psc_boot_spec_check(const char *spec, const char *what, char *err,
+			size_t len)
+{
+	if (strcmp(spec, "auto") == 0 || strcmp(spec, "tcp") == 0 ||
+	    strcmp(spec, "pmix") == 0 ||
+	    (strncmp(spec, "file:", 5) == 0 && spec[5]))
+		return 0;
+	snprintf(err, len, "%s=\"%s\" is not a rendezvous: use auto, tcp, "
+		 "file:DIR or pmix", what, spec);
+	return -EINVAL;
 }
 
 /* ----------------------------------------------------------- records */

@@ -12,6 +12,7 @@
  * so that ranks that disagree on those never match each other's messages
  * and fail with a timeout instead of corrupting data.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -458,7 +459,7 @@ static int check_call(struct ps_comm *c, ps_comm_request_t *req,
 	size_t slen, rlen;
 	int rc;
 
-	if (!c || !req)
+	if (!psc_comm_valid(c) || !req)
 		return PS_COMM_ERR_ARG;
 	*req = NULL;
 	memset(a, 0, sizeof(*a));
@@ -674,6 +675,46 @@ int ps_comm_reduce_scatter(ps_comm_t c, const void *sendbuf, void *recvbuf,
 }
 
 /* ------------------------------------------------------------ describe */
+
+/* The parameter table's entry for the variable env. */
+static const struct psc_param_desc *param_named(const char *env)
+{
+	for (size_t i = 0; i < psc_param_count; i++)
+		if (strcmp(psc_param_table[i].name, env) == 0)
+			return &psc_param_table[i];
+	return NULL;
+}
+
+int psc_coll_check_names(char *err, size_t len)
+{
+	for (int k = 0; k < COLL_KINDS; k++) {
+		const struct coll_desc *d = &colls[k];
+		const struct psc_param_desc *pd = param_named(d->env);
+		const char *const *w = pd ? psc_param_choices(pd) : NULL;
+		int n = 0;
+
+		if (!w || strcmp(w[0], "auto") != 0) {
+			snprintf(err, len, "%s takes no list of words "
+				 "starting with auto", d->env);
+			return -EINVAL;
+		}
+		for (n = 1; w[n]; n++)
+			if (n > d->nalgos ||
+			    strcmp(w[n], d->algos[n - 1].name) != 0) {
+				snprintf(err, len, "%s: word %d is \"%s\", "
+					 "algorithm %d is \"%s\"", d->env, n,
+					 w[n], n - 1, n > d->nalgos ? "(none)"
+						 : d->algos[n - 1].name);
+				return -EINVAL;
+			}
+		if (n != d->nalgos + 1) {
+			snprintf(err, len, "%s lists %d algorithms, the table "
+				 "has %d", d->env, n - 1, d->nalgos);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
 
 /* The parameters auto-selection and segmentation read, by field. */
 static bool is_threshold(const struct psc_param_desc *d)

@@ -384,4 +384,12 @@ struct psc_params;
  */
 void psc_coll_print_table(FILE *out, const struct psc_params *p);
 
+/*
+ * Whether the words each PS_COMM_<COLL>_ALGO takes (psc_param_choices,
+ * which psc_params_load enforces) are "auto" and then the names of the
+ * collective's algorithm table, in order. Returns 0, or -EINVAL with the
+ * first difference in err.
+ */
+int psc_coll_check_names(char *err, size_t len);
+
 #endif /* PSC_COLL_H */

@@ -31,7 +31,7 @@ int ps_comm_split(ps_comm_t parent, int color, int key, ps_comm_t *newcomm)
 	uint32_t ctx = 0, limit = 1u << PSC_TAG_CTX_BITS;
 	int n = 0, me = -1, rc, *ranks;
 
-	if (!parent || !newcomm || color < PS_COMM_UNDEFINED)
+	if (!psc_comm_valid(parent) || !newcomm || color < PS_COMM_UNDEFINED)
 		return PS_COMM_ERR_ARG;
 	*newcomm = NULL;
 	all = calloc((size_t)psc_comm_size(parent), sizeof(*all));

@@ -18,7 +18,7 @@ static int check_p2p(struct ps_comm *c, const void *buf, size_t len,
 {
 	int tag_ub;
 
-	if (!c)
+	if (!psc_comm_ok(c))
 		return PS_COMM_ERR_ARG;
 	tag_ub = c->ch.tl.tag_ub;
 	if (!buf && len) {
@@ -132,6 +132,8 @@ int ps_comm_test(ps_comm_request_t *req, int *done, ps_comm_status_t *status)
 	r = *req;
 	if (!r)
 		return empty_request(done, status);
+	if (!psc_req_valid(r))
+		return PS_COMM_ERR_ARG;
 	if (!psc_p2p_done(r))
 		psc_p2p_progress(r);
 	*done = psc_p2p_done(r);
@@ -151,6 +153,8 @@ int ps_comm_wait(ps_comm_request_t *req, ps_comm_status_t *status)
 		return PS_COMM_ERR_ARG;
 	if (!*req)
 		return empty_request(NULL, status);
+	if (!psc_req_valid(*req))
+		return PS_COMM_ERR_ARG;
 	c = comm_of(*req);
 	return psc_comm_wait(c, req, status, psc_comm_op_deadline(c),
 			     what_of(*req));
@@ -177,12 +181,19 @@ int ps_comm_mem_register(ps_comm_t comm, void *buf, size_t len,
 {
 	int rc;
 
-	if (!comm || !buf || !len || !handle)
+	if (!psc_comm_ok(comm) || !buf || !len || !handle)
 		return PS_COMM_ERR_ARG;
 	if ((uintptr_t)buf + len < (uintptr_t)buf)
 		return PS_COMM_ERR_ARG;
 	*handle = NULL;
 	rc = psc_ep_mem_pin(comm->ch.ep, buf, len, handle);
+	if (rc == -EINVAL) {
+		psc_comm_set_error(comm, "ps_comm_mem_register: len %zu at %p: "
+				   "the range is not all mapped memory of "
+				   "this process (or provider %s refused it)",
+				   len, buf, comm->provider);
+		return psc_err_from_fi(rc);
+	}
 	if (rc) {
 		psc_comm_set_error(comm, "registering %zu bytes at %p failed "
 				   "on provider %s: %s (check ulimit -l)", len,
@@ -194,7 +205,7 @@ int ps_comm_mem_register(ps_comm_t comm, void *buf, size_t len,
 
 int ps_comm_mem_deregister(ps_comm_t comm, ps_comm_mem_t handle)
 {
-	if (!comm || !handle)
+	if (!psc_comm_ok(comm) || !handle)
 		return PS_COMM_ERR_ARG;
 	if (psc_ep_mem_unpin(comm->ch.ep, handle) != 0) {
 		psc_comm_set_error(comm, "ps_comm_mem_deregister: handle %p is "

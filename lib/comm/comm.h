@@ -19,8 +19,12 @@
 
 struct psc_live;
 
+/* A live communicator's magic word ("pscm"). */
+#define PSC_COMM_MAGIC 0x7073636du
+
 /* The communicator's fields, for comm and the van; see comm/view.h. */
 struct ps_comm {
+	uint32_t magic;	       /* PSC_COMM_MAGIC until psc_comm_free */
 	struct psc_chan ch;    /* endpoint, context id, rank, size, peers */
 	struct psc_live *live; /* the world's liveness monitor, or NULL */
 	int *world;	       /* rank -> world rank (with live) */
@@ -35,6 +39,16 @@ struct ps_comm {
 	char provider[64];
 	char last_error[1024];
 };
+
+/*
+ * Whether c is a communicator the caller may use: not NULL, and not
+ * freed as far as its magic word tells (best effort, ps_comm.h). One
+ * compare on the hot path; psc_comm_valid (comm/view.h) out of line.
+ */
+static inline bool psc_comm_ok(const struct ps_comm *c)
+{
+	return c && c->magic == PSC_COMM_MAGIC;
+}
 
 /*
  * Wait for a request of c until its operation deadline, as ps_comm_wait

@@ -18,6 +18,40 @@
 #include "util/err.h"
 #include "util/log.h"
 
+/*
+ * The caller's attributes and PS_COMM_BOOTSTRAP, before anything opens:
+ * PS_COMM_ERR_ARG naming a field of attr, PS_COMM_ERR_CONFIG naming the
+ * variable.
+ */
+static int check_start(struct ps_comm *c, const ps_comm_attr_t *attr)
+{
+	char err[256];
+
+	if (attr && attr->rank < -1) {
+		psc_comm_set_error(c, "attr.rank=%d: a rank is 0 or more (-1: "
+				   "from the environment)", attr->rank);
+		return PS_COMM_ERR_ARG;
+	}
+	if (attr && (attr->size == 0 || attr->size < -1)) {
+		psc_comm_set_error(c, "attr.size=%d: a communicator has at "
+				   "least one rank (-1: from the "
+				   "environment)", attr->size);
+		return PS_COMM_ERR_ARG;
+	}
+	if (attr && attr->bootstrap &&
+	    psc_boot_spec_check(attr->bootstrap, "attr.bootstrap", err,
+				sizeof(err)) != 0) {
+		psc_comm_set_error(c, "%s", err);
+		return PS_COMM_ERR_ARG;
+	}
+	if (psc_boot_spec_check(c->params.bootstrap, "PS_COMM_BOOTSTRAP", err,
+				sizeof(err)) != 0) {
+		psc_comm_set_error(c, "%s", err);
+		return PS_COMM_ERR_CONFIG;
+	}
+	return 0;
+}
+
 static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 {
 	char err[256];
@@ -31,6 +65,12 @@ static int rank_size(struct ps_comm *c, const ps_comm_attr_t *attr)
 		c->ch.size = attr->size;
 	if (attr && attr->rank >= 0)
 		c->ch.rank = attr->rank;
+	if (c->ch.rank < 0) {
+		psc_comm_set_error(c, "PS_COMM_SIZE=%d is set but no rank is: "
+				   "set PS_COMM_RANK too (or attr.rank)",
+				   c->ch.size);
+		return PS_COMM_ERR_CONFIG;
+	}
 	if (c->ch.rank >= c->ch.size) {
 		psc_comm_set_error(c, "rank %d is not below size %d",
 				   c->ch.rank, c->ch.size);
@@ -590,7 +630,9 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	char err[1024];
 	int rc, local = 0;
 
-	rc = rank_size(c, attr);
+	rc = check_start(c, attr);
+	if (!rc)
+		rc = rank_size(c, attr);
 	if (!rc)
 		rc = fabric_mode(c, &mode);
 	if (!rc)
@@ -697,6 +739,7 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 
 	if (!c)
 		return PS_COMM_ERR_NOMEM;
+	c->magic = PSC_COMM_MAGIC;
 	c->ch.peers = calloc((size_t)n, sizeof(*c->ch.peers));
 	c->world = calloc((size_t)n, sizeof(*c->world));
 	if (!c->ch.peers || !c->world) {
@@ -740,10 +783,17 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 
 void psc_comm_free(struct ps_comm *c)
 {
+	/*
+	 * Stale handles are then refused while the memory stays mapped;
+	 * volatile, or the compiler drops a store into memory it frees.
+	 */
+	*(volatile uint32_t *)&c->magic = 0;
 	if (c->live)
 		psc_live_unwatch(c->live, &c->ch);
-	for (int i = 0; i < c->ch.npaths; i++)
+	for (int i = 0; i < c->ch.npaths; i++) {
+		psc_ep_disown(c->ch.path[i].ep, &c->ch);
 		psc_ep_forget_owner(c->ch.path[i].ep, &c->ch);
+	}
 	free(c->node_of);
 	free(c->world);
 	free(c->ch.via);

@@ -175,6 +175,7 @@ int ps_comm_init(ps_comm_t *comm, const ps_comm_attr_t *attr)
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return PS_COMM_ERR_NOMEM;
+	c->magic = PSC_COMM_MAGIC;
 	c->ch.rank = -1;
 	if (psc_params_load(&c->params, err, sizeof(err)) != 0) {
 		psc_comm_set_error(c, "%s", err);
@@ -244,7 +245,7 @@ int ps_comm_finalize(ps_comm_t c)
 	bool failed;
 	int rc = 0;
 
-	if (!c)
+	if (!psc_comm_ok(c))
 		return PS_COMM_ERR_ARG;
 	ep = c->ch.ep;
 	failed = c->ch.aborted || psc_ep_owner_failed(ep, &c->ch, NULL, 0);
@@ -272,7 +273,7 @@ int ps_comm_abort(ps_comm_t c, int err)
 {
 	char words[160];
 
-	if (!c)
+	if (!psc_comm_ok(c))
 		return PS_COMM_ERR_ARG;
 	psc_chan_abort(&c->ch);
 	/*
@@ -292,7 +293,7 @@ int ps_comm_abort(ps_comm_t c, int err)
 
 int ps_comm_rank(ps_comm_t c, int *rank)
 {
-	if (!c || !rank)
+	if (!psc_comm_ok(c) || !rank)
 		return PS_COMM_ERR_ARG;
 	*rank = c->ch.rank;
 	return 0;
@@ -300,7 +301,7 @@ int ps_comm_rank(ps_comm_t c, int *rank)
 
 int ps_comm_size(ps_comm_t c, int *size)
 {
-	if (!c || !size)
+	if (!psc_comm_ok(c) || !size)
 		return PS_COMM_ERR_ARG;
 	*size = c->ch.size;
 	return 0;
@@ -308,7 +309,7 @@ int ps_comm_size(ps_comm_t c, int *size)
 
 int ps_comm_provider_name(ps_comm_t c, const char **name)
 {
-	if (!c || !name)
+	if (!psc_comm_ok(c) || !name)
 		return PS_COMM_ERR_ARG;
 	*name = c->provider;
 	return 0;
@@ -316,7 +317,7 @@ int ps_comm_provider_name(ps_comm_t c, const char **name)
 
 int ps_comm_tag_ub(ps_comm_t c, int *tag_ub)
 {
-	if (!c || !tag_ub)
+	if (!psc_comm_ok(c) || !tag_ub)
 		return PS_COMM_ERR_ARG;
 	*tag_ub = c->ch.tl.tag_ub;
 	return 0;
@@ -324,7 +325,7 @@ int ps_comm_tag_ub(ps_comm_t c, int *tag_ub)
 
 int ps_comm_last_error(ps_comm_t c, char *buf, size_t len)
 {
-	if (!c || !buf || !len)
+	if (!psc_comm_ok(c) || !buf || !len)
 		return PS_COMM_ERR_ARG;
 	snprintf(buf, len, "%s", c->last_error);
 	return 0;

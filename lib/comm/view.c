@@ -4,6 +4,11 @@
  */
 #include "comm/comm.h"
 
+bool psc_comm_valid(const struct ps_comm *c)
+{
+	return psc_comm_ok(c);
+}
+
 struct psc_chan *psc_comm_chan(struct ps_comm *c)
 {
 	return &c->ch;

@@ -17,6 +17,12 @@
 
 struct ps_comm;
 
+/*
+ * Whether c is a communicator the caller may use: not NULL and not
+ * finalized (best effort: its magic word, ps_comm.h).
+ */
+bool psc_comm_valid(const struct ps_comm *c);
+
 /* c's channel, rank, rank count and settings; constant while c lives. */
 struct psc_chan *psc_comm_chan(struct ps_comm *c);
 int psc_comm_rank(const struct ps_comm *c);

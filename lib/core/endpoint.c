@@ -586,6 +586,23 @@ static void cancel_owner(struct psc_ep *ep, const void *owner, int err)
 	psc_progress(ep);
 }
 
+/* psc_ep_disown's work on one endpoint. Lock held. */
+static void disown(struct psc_ep *ep, const void *owner)
+{
+	for (struct ps_comm_request *r = ep->live; r; r = r->live_next)
+		if (r->owner == owner)
+			r->magic = 0;
+}
+
+void psc_ep_disown(struct psc_ep *ep, const void *owner)
+{
+	pthread_mutex_lock(ep->lock);
+	disown(ep, owner);
+	if (ep->pair)
+		disown(ep->pair, owner);
+	pthread_mutex_unlock(ep->lock);
+}
+
 void psc_ep_cancel_owner(struct psc_ep *ep, const void *owner, int err)
 {
 	pthread_mutex_lock(ep->lock);

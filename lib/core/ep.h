@@ -237,6 +237,13 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r);
 void psc_ep_cancel_owner(struct psc_ep *ep, const void *owner, int err);
 
 /*
+ * owner is gone (ps_comm_finalize): its requests' handles are no longer
+ * the caller's, so psc_req_valid refuses them; the requests themselves
+ * live on as before. Takes the lock.
+ */
+void psc_ep_disown(struct psc_ep *ep, const void *owner);
+
+/*
  * Read the CQ in batches, dispatch completions and errors, then retry
  * queued posts. Lock held. Returns the number of events handled or a
  * negative fi error when the CQ itself failed.

@@ -11,6 +11,14 @@
 
 #include "ps_comm.h"
 
+/*
+ * Whether r is a request handle the caller may still use: not freed,
+ * abandoned or left by a finalized communicator. Best effort: it reads
+ * r's magic word, so the memory must still be mapped, and a request
+ * allocated where a freed one was is a valid one. Needs no lock.
+ */
+bool psc_req_valid(const struct ps_comm_request *r);
+
 /* Whether r has completed (safe without the lock). */
 bool psc_req_done(const struct ps_comm_request *r);
 

@@ -68,6 +68,12 @@ struct ps_comm_request {
 	struct fi_context2 fctx; /* handed to libfabric */
 	enum psc_req_kind kind;
 	enum psc_req_state state; /* DONE is stored atomically */
+	/*
+	 * PSC_REQ_MAGIC while the handle is the caller's to use; cleared
+	 * when the request is freed or abandoned, or its communicator is
+	 * finalized (psc_req_valid).
+	 */
+	uint32_t magic;
 	const struct psc_req_ops *ops;
 	void *owner;	      /* who made it (a communicator's channel) */
 	void *ctx;	      /* the owner's, for its ops */
@@ -110,6 +116,9 @@ struct psc_req_queue {
  * Allocate a zeroed request on ep's live list, owned by owner. Lock
  * held. NULL when out of memory.
  */
+/* A live request's magic word ("preq"). */
+#define PSC_REQ_MAGIC 0x70726571u
+
 struct ps_comm_request *psc_req_alloc(struct psc_ep *ep, void *owner,
 				      enum psc_req_kind kind);
 /* Unlink and free a request and its children. Lock held. */

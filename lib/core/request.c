@@ -35,6 +35,7 @@ struct ps_comm_request *psc_req_alloc(struct psc_ep *ep, void *owner,
 		return NULL;
 	r->kind = kind;
 	r->state = PSC_REQ_QUEUED;
+	r->magic = PSC_REQ_MAGIC;
 	r->owner = owner;
 	r->status.source = -1;
 	r->status.tag = -1;
@@ -82,7 +83,22 @@ void psc_req_free(struct ps_comm_request *r)
 	}
 	if (r->errmsg)
 		free(r->errmsg);
+	/*
+	 * A stale handle is then refused while the memory stays mapped;
+	 * volatile, or the compiler drops a store into memory it frees.
+	 */
+	*(volatile uint32_t *)&r->magic = 0;
 	free(r);
+}
+
+bool psc_req_valid(const struct ps_comm_request *r)
+{
+	/*
+	 * Internal requests (first-message buffers, children) are never
+	 * the caller's: one that took a freed handle's memory is no match.
+	 */
+	return r->magic == PSC_REQ_MAGIC && r->kind != PSC_REQ_BOUNCE &&
+	       !r->parent;
 }
 
 void psc_req_adopt(struct ps_comm_request *parent,
@@ -252,6 +268,13 @@ static void give_words(char **words, char *mine, const char *fail)
 	*words = mine ? mine : (fail[0] ? strdup(fail) : NULL);
 }
 
+/* r frees itself once done; nobody holds its handle any more. Lock held. */
+static void abandon(struct ps_comm_request *r)
+{
+	r->abandoned = true;
+	r->magic = 0;
+}
+
 int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 	     double deadline, char **words)
 {
@@ -292,7 +315,7 @@ int psc_wait(ps_comm_request_t *req, ps_comm_status_t *status,
 	if (psc_req_done(r))
 		psc_req_free(r);
 	else
-		r->abandoned = true;
+		abandon(r);
 	pthread_mutex_unlock(ep->lock);
 	*req = NULL;
 	return err;
@@ -313,7 +336,7 @@ int psc_req_cancel(ps_comm_request_t *req)
 	if (psc_req_done(r)) {
 		psc_req_free(r);
 	} else {
-		r->abandoned = true;
+		abandon(r);
 		rc = -EBUSY;
 	}
 	pthread_mutex_unlock(ep->lock);

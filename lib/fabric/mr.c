@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <rdma/fi_errno.h>
@@ -573,12 +574,37 @@ void psc_mr_fab_close(struct psc_fab *ep)
 
 /* ------------------------------------------------ user registrations */
 
+/*
+ * Whether every page of [buf, buf + len) is mapped in this process:
+ * msync with MS_ASYNC writes nothing back (Linux 2.6.19 and later) but
+ * fails with ENOMEM on a hole, after a walk of the mappings, not the
+ * pages, so any length costs alike.
+ */
+static bool range_mapped(const void *buf, size_t len)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t off = (uintptr_t)buf & (page - 1), end;
+	/* msync wants the start of a page: step back within buf's page. */
+	char *start = (char *)buf - off;
+
+	/* The end rounded up to a page: a wrap means no such range. */
+	if (len > SIZE_MAX - page - off ||
+	    __builtin_add_overflow((uintptr_t)buf, len, &end))
+		return false;
+	return msync(start, (off + len + page - 1) & ~(page - 1), MS_ASYNC) ==
+	       0;
+}
+
 int psc_mr_user_pin(struct psc_mr_cache *c, const void *buf, size_t len,
 		    struct ps_comm_mem **out)
 {
-	struct ps_comm_mem *u = calloc(1, sizeof(*u));
+	struct ps_comm_mem *u;
 	int rc;
 
+	/* Providers that need no registration would take any range. */
+	if (!range_mapped(buf, len))
+		return -EINVAL;
+	u = calloc(1, sizeof(*u));
 	if (!u)
 		return -ENOMEM;
 	rc = psc_mr_pin(c, buf, len, &u->mr);

@@ -149,7 +149,8 @@ size_t psc_mr_slot_size(const struct psc_mr_cache *c);
 /*
  * A user registration (ps_comm_mem_register): a pin that the cache
  * tracks, so a handle is checked against this cache before it is used
- * and all are dropped at destroy. Returns 0 or an error from psc_mr_pin
+ * and all are dropped at destroy. Returns 0, -EINVAL when the range is
+ * not all mapped memory of this process, or an error from psc_mr_pin
  * (-ENOMEM, a backend error); unpin returns -ENOENT for a handle that is
  * not this cache's (or was already unpinned).
  */

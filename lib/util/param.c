@@ -81,19 +81,31 @@ int psc_param_parse_size(const char *s, size_t *out)
 	return 0;
 }
 
-int psc_param_parse_double(const char *s, double *out)
+/* A finite number from lo to hi, or -1 when auto; anything else -EINVAL. */
+static int parse_number(const char *s, double lo, double hi, bool autov,
+			double *out)
 {
 	char *end;
 	double v;
 
 	errno = 0;
 	v = strtod(s, &end);
-	/* -1 is the one negative value: "automatic". */
 	if (errno || end == s || *end != '\0' || !isfinite(v) ||
-	    (v < 0 && v != -1))
+	    ((v < lo || v > hi) && !(autov && v == -1)))
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int psc_param_parse_double(const char *s, double *out)
+{
+	/* -1 is the one negative value: "automatic". */
+	return parse_number(s, 0, PSC_PARAM_DOUBLE_MAX, true, out);
+}
+
+int psc_param_parse_seconds(const char *s, double *out)
+{
+	return parse_number(s, 0, PSC_PARAM_SECONDS_MAX, false, out);
 }
 
 int psc_param_parse_port(const char *s, const char **end, unsigned *out)
@@ -140,11 +152,86 @@ static int param_set(struct psc_params *p, const struct psc_param_desc *d,
 		return psc_param_parse_size(text, field);
 	case PSC_PARAM_DOUBLE:
 		return psc_param_parse_double(text, field);
+	case PSC_PARAM_SECONDS:
+		return psc_param_parse_seconds(text, field);
 	case PSC_PARAM_STR:
 		*(const char **)field = text;
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/*
+ * The words of the string parameters that take one of a few, by field.
+ * The algorithm names are lib/coll/coll.c's, which checks that its
+ * tables name the same (psc_coll_check_names, tests/unit/check_sched.c).
+ */
+#define WORDS(field, ...)                                                      \
+	{offsetof(struct psc_params, field),                                   \
+	 (const char *const[]){"auto", __VA_ARGS__, NULL}}
+static const struct {
+	size_t offset;
+	const char *const *words;
+} choices[] = {
+	WORDS(barrier_algo, "dissemination", "hier"),
+	WORDS(bcast_algo, "binomial", "scatter_ring", "hier"),
+	WORDS(reduce_algo, "binomial", "rs_gather", "hier"),
+	WORDS(allreduce_algo, "rd", "rabenseifner", "ring", "hier"),
+	WORDS(allgather_algo, "ring", "rd", "hier"),
+	WORDS(reduce_scatter_algo, "ring", "hier"),
+};
+#undef WORDS
+
+const char *const *psc_param_choices(const struct psc_param_desc *d)
+{
+	for (size_t i = 0; i < PSC_ARRAY_SIZE(choices); i++)
+		if (choices[i].offset == d->offset)
+			return choices[i].words;
+	return NULL;
+}
+
+/* Whether text is one of d's words (any text when d has none). */
+static bool param_allows(const struct psc_param_desc *d, const char *text)
+{
+	const char *const *w = psc_param_choices(d);
+
+	if (!w)
+		return true;
+	for (; *w; w++)
+		if (strcmp(*w, text) == 0)
+			return true;
+	return false;
+}
+
+/* "NAME="text" is not one of: a, b, c" into err. */
+static void choices_error(const struct psc_param_desc *d, const char *text,
+			  char *err, size_t len)
+{
+	size_t used = 0;
+
+	err[0] = '\0';
+	PSC_APPEND(err, len, used, "%s=\"%s\" is not one of:", d->name, text);
+	for (const char *const *w = psc_param_choices(d); *w; w++)
+		PSC_APPEND(err, len, used, "%s %s", w == psc_param_choices(d)
+							   ? "" : ",", *w);
+}
+
+/* What a valid value of type t looks like, for error messages. */
+static const char *type_words(enum psc_param_type t)
+{
+	switch (t) {
+	case PSC_PARAM_INT:
+		return "integer";
+	case PSC_PARAM_SIZE:
+		return "size (e.g. 4096, 64K, 1M)";
+	case PSC_PARAM_DOUBLE:
+		return "number (-1 for automatic, or 0 to 1000000)";
+	case PSC_PARAM_SECONDS:
+		return "number of seconds (0 to 1000000)";
+	case PSC_PARAM_STR:
+		break;
+	}
+	return "value";
 }
 
 /*
@@ -166,6 +253,17 @@ static int check_values(const struct psc_params *p, char *err, size_t len)
 		snprintf(err, len, "PS_COMM_PEER_TIMEOUT=%g: a peer needs a "
 			 "positive number of seconds of silence before it "
 			 "counts as dead (default 30)", p->peer_timeout);
+		return -EINVAL;
+	}
+	/* -1 (the default) leaves them to the launcher's variables. */
+	if (p->rank < -1) {
+		snprintf(err, len, "PS_COMM_RANK=%d: a rank is 0 or more",
+			 p->rank);
+		return -EINVAL;
+	}
+	if (p->size == 0 || p->size < -1) {
+		snprintf(err, len, "PS_COMM_SIZE=%d: a job has at least one "
+			 "rank", p->size);
 		return -EINVAL;
 	}
 	if (p->unauth_max < 1) {
@@ -309,11 +407,11 @@ int psc_params_load(struct psc_params *p, char *err, size_t len)
 		}
 		if (env && *env && param_set(p, d, env) != 0) {
 			snprintf(err, len, "%s=\"%s\" is not a valid %s",
-				 d->name, env,
-				 d->type == PSC_PARAM_INT ? "integer"
-				 : d->type == PSC_PARAM_SIZE
-					 ? "size (e.g. 4096, 64K, 1M)"
-					 : "non-negative number of seconds");
+				 d->name, env, type_words(d->type));
+			return -EINVAL;
+		}
+		if (env && *env && !param_allows(d, env)) {
+			choices_error(d, env, err, len);
 			return -EINVAL;
 		}
 	}
@@ -348,6 +446,7 @@ void psc_param_format(const struct psc_params *p,
 		snprintf(buf, len, "%zu", *(const size_t *)field);
 		break;
 	case PSC_PARAM_DOUBLE:
+	case PSC_PARAM_SECONDS:
 		snprintf(buf, len, "%g", *(const double *)field);
 		break;
 	case PSC_PARAM_STR:

@@ -10,8 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/*
+ * PSC_PARAM_SECONDS is a duration: a number of seconds from 0 to
+ * PSC_PARAM_SECONDS_MAX. PSC_PARAM_DOUBLE is -1 ("automatic") or a
+ * number from 0 to PSC_PARAM_DOUBLE_MAX in its own unit.
+ */
 enum psc_param_type { PSC_PARAM_INT, PSC_PARAM_SIZE, PSC_PARAM_DOUBLE,
-		      PSC_PARAM_STR };
+		      PSC_PARAM_STR, PSC_PARAM_SECONDS };
+
+/*
+ * The longest duration a parameter takes: about 11.6 days. Deadlines are
+ * psc_now() plus a duration, and some become int milliseconds (poll) or
+ * time_t seconds on the way: bounded here, none of them overflows.
+ */
+#define PSC_PARAM_SECONDS_MAX 1e6
+/* The largest PSC_PARAM_DOUBLE (PS_COMM_SPIN_US: one second). */
+#define PSC_PARAM_DOUBLE_MAX 1e6
 
 /* Every parameter, from params.def, as a member of struct psc_params. */
 struct psc_params {
@@ -48,11 +62,21 @@ int psc_params_load(struct psc_params *p, char *err, size_t len);
 
 /*
  * Parse one value. Sizes accept K/M/G suffixes (binary); doubles accept
- * a non-negative number, or -1 for "automatic". Returns 0 or -EINVAL.
+ * -1 for "automatic" or a number from 0 to PSC_PARAM_DOUBLE_MAX; seconds
+ * a number from 0 to PSC_PARAM_SECONDS_MAX. Returns 0 or -EINVAL, with
+ * *out untouched.
  */
 int psc_param_parse_int(const char *s, int *out);
 int psc_param_parse_size(const char *s, size_t *out);
 int psc_param_parse_double(const char *s, double *out);
+int psc_param_parse_seconds(const char *s, double *out);
+
+/*
+ * The words string parameter d must be one of (PS_COMM_<COLL>_ALGO), as
+ * a NULL-terminated list, or NULL when any text goes. psc_params_load
+ * refuses any other value, naming the variable and the words.
+ */
+const char *const *psc_param_choices(const struct psc_param_desc *d);
 
 /*
  * A port number: decimal digits only (no blank or sign), at most 65535.

@@ -94,7 +94,8 @@ void ps_comm_van_free(void *ptr)
 		pthread_mutex_unlock(&pool_lock);
 	}
 	if (h) {
-		h->magic = 0;
+		/* volatile: the compiler drops a store into memory it frees. */
+		*(volatile uint64_t *)&h->magic = 0;
 		free(h);
 	}
 }

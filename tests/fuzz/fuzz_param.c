@@ -79,7 +79,11 @@ static void one_value(const char *s)
 	if (psc_param_parse_size(s, &sz) == 0)
 		PSC_FUZZ_ASSERT(s[0] >= '0' && s[0] <= '9');
 	if (psc_param_parse_double(s, &d) == 0)
-		PSC_FUZZ_ASSERT(isfinite(d) && (d >= 0 || d == -1));
+		PSC_FUZZ_ASSERT(isfinite(d) && (d == -1 || (d >= 0 &&
+				d <= PSC_PARAM_DOUBLE_MAX)));
+	if (psc_param_parse_seconds(s, &d) == 0)
+		PSC_FUZZ_ASSERT(isfinite(d) && d >= 0 &&
+				d <= PSC_PARAM_SECONDS_MAX);
 	if (psc_param_parse_port_range(s, &lo, &hi) == 0)
 		PSC_FUZZ_ASSERT(lo >= 1 && lo <= hi && hi <= 65535);
 	else
@@ -122,6 +126,8 @@ static void load_all(void)
 					 psc_param_table[i].offset));
 		}
 		PSC_FUZZ_ASSERT(p.timeout > 0 && p.peer_timeout > 0);
+		PSC_FUZZ_ASSERT(p.op_timeout >= 0 &&
+				p.peer_timeout <= PSC_PARAM_SECONDS_MAX);
 		/* A room too small for the text must still be safe. */
 		psc_params_agree_text(&p, text, sizeof(text));
 		PSC_FUZZ_ASSERT(strlen(text) < sizeof(text));
@@ -130,7 +136,8 @@ static void load_all(void)
 	}
 	if (psc_env_rank_size(&rank, &size, err, sizeof(err)) == 0 &&
 	    rank != -2)
-		PSC_FUZZ_ASSERT(rank >= 0 && size >= 1 && rank < size);
+		PSC_FUZZ_ASSERT(rank >= -1 && size >= 1 && rank < size &&
+				(rank >= 0 || size > 1));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

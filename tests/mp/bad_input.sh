@@ -400,4 +400,51 @@ check "i: core binding with $((ncpu + 1)) ranks on $ncpu cores: runs" \
 check "i: core binding with too many ranks: warns what it did instead" \
 	says_re ic err "core binding: $((ncpu + 1)) node-local ranks but $ncpu cores; bound to NUMA nodes instead"
 
+# --- j: values that cannot be, refused at init ---------------------------------
+
+# Each fails ps_comm_init with PS_COMM_ERR_CONFIG (its strerror text in
+# pingpong's one-line error) before anything opens, naming the variable.
+j=0
+for setting in PS_COMM_SIZE=0 PS_COMM_RANK=-2 PS_COMM_BOOTSTRAP=bogus \
+	PS_COMM_OP_TIMEOUT=-1 PS_COMM_PEER_TIMEOUT=99999999999999999999 \
+	PS_COMM_TIMEOUT=1e7 PS_COMM_SPIN_US=1e9 PS_COMM_BARRIER_ALGO=abc \
+	PS_COMM_BCAST_ALGO=abc PS_COMM_REDUCE_ALGO=abc \
+	PS_COMM_ALLREDUCE_ALGO=abc PS_COMM_ALLGATHER_ALGO=abc \
+	PS_COMM_REDUCE_SCATTER_ALGO=abc; do
+	j=$((j + 1))
+	spawn j$j PS_COMM_TIMEOUT=5 PS_COMM_RANK=0 PS_COMM_SIZE=1 "$setting" \
+		"$PINGPONG" $PPARGS
+	finish j$j
+	check "j: $setting: fails" failed_with j$j
+	check "j: $setting: fails within 5 s" within j$j 5000
+	check "j: $setting: fails with PS_COMM_ERR_CONFIG" \
+		says j$j err "ps_comm_init: invalid configuration or environment variable"
+	check "j: $setting: names the variable" says j$j err "${setting%%=*}"
+done
+
+# A size with no rank is not a job of one rank.
+spawn js PS_COMM_TIMEOUT=5 PS_COMM_SIZE=2 "$PINGPONG" $PPARGS
+finish js
+check "j: PS_COMM_SIZE=2 without a rank: fails with PS_COMM_ERR_CONFIG" \
+	says js err "ps_comm_init: invalid configuration or environment variable"
+check "j: PS_COMM_SIZE=2 without a rank: names PS_COMM_RANK" \
+	says js err "PS_COMM_RANK"
+
+# An unknown backend on one rank of two: that rank fails at once.
+free_port
+env_j="$COMMON PS_COMM_TIMEOUT=5 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2"
+spawn jb0 $env_j PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+spawn jb1 $env_j PS_COMM_RANK=1 PS_COMM_BOOTSTRAP=bogus "$PINGPONG" $PPARGS
+finish jb1
+finish jb0
+check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: fails" failed_with jb1
+check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: fails fast (< 3 s)" \
+	within jb1 3000
+check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: fails with PS_COMM_ERR_CONFIG" \
+	says jb1 err "ps_comm_init: invalid configuration or environment variable"
+check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: names the values allowed" \
+	says jb1 err 'PS_COMM_BOOTSTRAP="bogus" is not a rendezvous: use auto, tcp, file:DIR or pmix'
+check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: rank 0, left alone, fails" \
+	failed_with jb0
+
 exit $failed

@@ -243,6 +243,15 @@ static void test_many(void)
 	ok(t);
 }
 
+/* Whether comm's last error contains word. */
+static int last_error_names(ps_comm_t c, const char *word)
+{
+	char msg[1024];
+
+	return ps_comm_last_error(c, msg, sizeof(msg)) == 0 &&
+	       strstr(msg, word) != NULL;
+}
+
 static void test_bad_args(void)
 {
 	const char *t = "bad arguments";
@@ -258,6 +267,14 @@ static void test_bad_args(void)
 		    PS_COMM_ERR_ARG ||
 	    ps_comm_mem_register(comm, buf, SIZE_MAX, &h) != PS_COMM_ERR_ARG)
 		fail(t, "register accepted a bad argument");
+	/* Lengths past the mapped memory: nothing is recorded or pinned. */
+	if (ps_comm_mem_register(comm, buf, SIZE_MAX / 2, &h) !=
+		    PS_COMM_ERR_ARG ||
+	    ps_comm_mem_register(comm, buf, (size_t)1 << 46, &h) !=
+		    PS_COMM_ERR_ARG)
+		fail(t, "register accepted a length past the mapped memory");
+	else if (!last_error_names(comm, "len "))
+		fail(t, "the refusal does not name the length");
 	if (ps_comm_mem_deregister(comm, NULL) != PS_COMM_ERR_ARG ||
 	    ps_comm_mem_deregister(NULL, h) != PS_COMM_ERR_ARG)
 		fail(t, "deregister accepted a bad argument");

@@ -139,6 +139,7 @@ END_TEST
 
 static const char *const doubles_bad[] = {
 	"", "abc", "-2", "-0.5", "1s", "nan", "inf", "-inf", "1e999", "2.5x",
+	"1000000.5", "1e20",
 };
 
 START_TEST(test_parse_double_bad)
@@ -147,6 +148,39 @@ START_TEST(test_parse_double_bad)
 
 	ck_assert_msg(psc_param_parse_double(doubles_bad[_i], &v) == -EINVAL,
 		      "\"%s\" accepted as %g", doubles_bad[_i], v);
+	ck_assert_double_eq(v, 777);
+}
+END_TEST
+
+static const struct {
+	const char *text;
+	double value;
+} seconds_ok[] = {
+	{"0", 0.0}, {"120", 120.0}, {"0.25", 0.25}, {"1e6", 1e6},
+	{"1000000", 1e6},
+};
+
+START_TEST(test_parse_seconds_ok)
+{
+	double v = -5;
+
+	ck_assert_int_eq(psc_param_parse_seconds(seconds_ok[_i].text, &v), 0);
+	ck_assert_double_eq(v, seconds_ok[_i].value);
+}
+END_TEST
+
+/* No "automatic" -1, and nothing a deadline could overflow on. */
+static const char *const seconds_bad[] = {
+	"", "abc", "-1", "-0.5", "1s", "nan", "inf", "1e999", "1000000.001",
+	"99999999999999999999", "1e20",
+};
+
+START_TEST(test_parse_seconds_bad)
+{
+	double v = 777;
+
+	ck_assert_msg(psc_param_parse_seconds(seconds_bad[_i], &v) == -EINVAL,
+		      "\"%s\" accepted as %g", seconds_bad[_i], v);
 	ck_assert_double_eq(v, 777);
 }
 END_TEST
@@ -283,6 +317,26 @@ static const struct {
 	/* Refused at init, not at the first listen. */
 	{"PS_COMM_PORT_RANGE", "5000-4000"},
 	{"PS_COMM_PORT_RANGE", "5000-5100 "},
+	/* A rank or a size that cannot be (-1 is the default: unset). */
+	{"PS_COMM_RANK", "-2"},
+	{"PS_COMM_SIZE", "0"},
+	{"PS_COMM_SIZE", "-3"},
+	/* Durations: no -1 but where it means automatic, and bounded. */
+	{"PS_COMM_OP_TIMEOUT", "-1"},
+	{"PS_COMM_TIMEOUT", "-1"},
+	{"PS_COMM_PEER_TIMEOUT", "-1"},
+	{"PS_COMM_PEER_TIMEOUT", "99999999999999999999"},
+	{"PS_COMM_TIMEOUT", "1000001"},
+	{"PS_COMM_OP_TIMEOUT", "1e7"},
+	{"PS_COMM_SPIN_US", "1e9"},
+	/* Algorithms: refused at init, not at the first collective. */
+	{"PS_COMM_BARRIER_ALGO", "abc"},
+	{"PS_COMM_BCAST_ALGO", "abc"},
+	{"PS_COMM_REDUCE_ALGO", "abc"},
+	{"PS_COMM_ALLREDUCE_ALGO", "abc"},
+	{"PS_COMM_ALLGATHER_ALGO", "abc"},
+	{"PS_COMM_REDUCE_SCATTER_ALGO", "abc"},
+	{"PS_COMM_ALLREDUCE_ALGO", "Ring"},
 };
 
 START_TEST(test_load_invalid)
@@ -308,7 +362,7 @@ START_TEST(test_format)
 
 	setenv("PS_COMM_TIMEOUT", "2.5", 1);
 	setenv("PS_COMM_MAX_MSG_SIZE", "1M", 1);
-	setenv("PS_COMM_RANK", "-7", 1);
+	setenv("PS_COMM_RANK", "7", 1);
 	setenv("PS_COMM_ROOT", "[::1]:5000", 1);
 	ck_assert_int_eq(psc_params_load(&p, err, sizeof(err)), 0);
 	psc_param_format(&p, find_desc("PS_COMM_TIMEOUT"), buf, sizeof(buf));
@@ -317,7 +371,7 @@ START_TEST(test_format)
 			 sizeof(buf));
 	ck_assert_str_eq(buf, "1048576");
 	psc_param_format(&p, find_desc("PS_COMM_RANK"), buf, sizeof(buf));
-	ck_assert_str_eq(buf, "-7");
+	ck_assert_str_eq(buf, "7");
 	psc_param_format(&p, find_desc("PS_COMM_ROOT"), buf, sizeof(buf));
 	ck_assert_str_eq(buf, "[::1]:5000");
 	/* A short buffer truncates but stays terminated. */
@@ -541,6 +595,10 @@ static Suite *param_suite(void)
 			    (int)PSC_ARRAY_SIZE(doubles_ok));
 	tcase_add_loop_test(tc, test_parse_double_bad, 0,
 			    (int)PSC_ARRAY_SIZE(doubles_bad));
+	tcase_add_loop_test(tc, test_parse_seconds_ok, 0,
+			    (int)PSC_ARRAY_SIZE(seconds_ok));
+	tcase_add_loop_test(tc, test_parse_seconds_bad, 0,
+			    (int)PSC_ARRAY_SIZE(seconds_bad));
 	tcase_add_loop_test(tc, test_parse_range_ok, 0,
 			    (int)PSC_ARRAY_SIZE(ranges_ok));
 	tcase_add_loop_test(tc, test_parse_range_bad, 0,

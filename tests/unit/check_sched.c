@@ -5,7 +5,9 @@
  * later steps do not wait for it; a fence is done once every earlier
  * step is, and a phase gates every later step; receives on one channel are posted
  * in the order they were added; a dependency that points forward fails
- * the build. Runs on any provider (FI_PROVIDER chooses).
+ * the build. Runs on any provider (FI_PROVIDER chooses). Also: the words
+ * each PS_COMM_<COLL>_ALGO accepts at init are the dispatcher's
+ * algorithm names.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 
 #include <check.h>
 
+#include "coll/coll.h"
 #include "coll/sched.h"
 #include "comm/comm.h"
 #include "fixture.h"
@@ -156,6 +159,15 @@ START_TEST(test_length_mismatch)
 }
 END_TEST
 
+/* The parameter table refuses exactly the names the dispatcher lacks. */
+START_TEST(test_algo_names_agree)
+{
+	char err[256] = "";
+
+	ck_assert_msg(psc_coll_check_names(err, sizeof(err)) == 0, "%s", err);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sched");
@@ -167,6 +179,9 @@ int main(void)
 	tcase_add_test(tc, test_channel_order);
 	tcase_add_test(tc, test_forward_dependency_fails);
 	tcase_add_test(tc, test_length_mismatch);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("names");
+	tcase_add_test(tc, test_algo_names_agree);
 	suite_add_tcase(s, tc);
 	return fx_run(s);
 }
