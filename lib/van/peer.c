@@ -313,5 +313,6 @@ void psc_van_probe_silent(struct ps_comm_van *v, bool pending)
 	pthread_mutex_unlock(&v->lock);
 	for (size_t i = 0; i < n; i++)
 		psc_van_probe(v, due[i]);
+	__atomic_store(&v->probe_round, &now, __ATOMIC_RELAXED);
 }
 

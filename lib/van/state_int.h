@@ -108,6 +108,9 @@ struct ps_comm_van {
 	struct van_sender *senders; /* receiving thread */
 	size_t nsenders, senders_cap;
 	size_t probe_next;	    /* where the next probe round starts */
+	double probe_round;	    /* atomic (relaxed, as bits): when the
+				       last finished probe round began, so
+				       that tests can wait for one */
 	bool stopping;		    /* atomic: stop has begun */
 	unsigned fail_gen;	    /* atomic: failures recorded so far */
 	unsigned fail_seen;	    /* receiving thread: fail_gen looked at */

@@ -23,7 +23,8 @@ PROBE=$builddir/tests/mp/store_probe
 # ok, not_ok, check and the need_ and clean_ helpers come from common.sh.
 . "${srcdir:-$(dirname "$0")/../..}/tests/mp/common.sh"
 need_programs "$PINGPONG" "$PROBE"
-need_commands timeout
+# ss (iproute2) tells when rank 0 serves the rendezvous: wait_listen.
+need_commands timeout ss
 
 # Only what each scenario sets explicitly may reach the ranks.
 clean_rank_env
@@ -54,30 +55,6 @@ failed=0
 
 now_ms() {
 	echo $(($(date +%s%N) / 1000000))
-}
-
-have_ss() {
-	command -v ss >/dev/null 2>&1
-}
-
-# listening PORT: something listens on TCP PORT.
-listening() {
-	[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
-}
-
-# wait_listen PORT: wait up to 10 s for rank 0 to serve the rendezvous.
-wait_listen() {
-	if ! have_ss; then
-		sleep 1
-		return 0
-	fi
-	n=0
-	while ! listening "$1"; do
-		[ "$n" -ge 100 ] && return 1
-		sleep 0.1
-		n=$((n + 1))
-	done
-	return 0
 }
 
 # spawn NAME VAR=VALUE... PROG ARGS...: start PROG in the background under
@@ -215,7 +192,9 @@ e_run() {
 		spawn "$2"p $env_e PS_COMM_RANK=2 sh -c \
 			'echo $$ >"$0"; echo $$ >>"$1"; exec "$2" hello-and-hang' \
 			"$tmp/$2p.realpid" "$tmp/kill9" "$PROBE"
-		sleep 1
+		# Killed once it has joined (it says so), not before.
+		wait_until 20 has_line "$tmp/$2p.out" 'joined the rendezvous' ||
+			not_ok "e: rank 2 did not join within 20 s"
 		kill -KILL "$(cat "$tmp/$2p.realpid")" 2>/dev/null
 	else
 		spawn "$2"p $env_e PS_COMM_RANK=2 "$PROBE" hello-and-die

@@ -45,10 +45,9 @@ nodes() {
 	name=$1
 	shift
 	launch "$@"
+	# shm and tcp exist (checked above): any other status is a failure.
 	if [ $rc -eq 0 ]; then
 		ok "$name ($map, ${secs}s)"
-	elif [ $rc -eq 77 ]; then
-		skip "$name ($map): not usable here"
 	else
 		not_ok "$name ($map): exit $rc after ${secs}s"
 		sed 's/^/#   /' "$log" | tail -20

@@ -1,9 +1,10 @@
 /*
  * Failure semantics on 4 ranks (run by tests/mp/live.sh):
- *   --abort  rank 3 calls ps_comm_abort(comm, 42) while the others block
- *            in an ANY_SOURCE receive, a nonblocking allreduce and a
- *            barrier: each must end with PS_COMM_ERR_ABORTED naming rank
- *            3, later calls fail at once, and finalize returns promptly.
+ *   --abort  rank 3 calls ps_comm_abort(comm, 42) once the others have
+ *            posted an ANY_SOURCE receive, a nonblocking allreduce and a
+ *            barrier and wait in them (they tell rank 3 so): each must
+ *            end with PS_COMM_ERR_ABORTED naming rank 3, later calls fail
+ *            at once, and finalize returns promptly.
  *   --split  the world splits into {0, 1} and {2, 3}; rank 3 exits
  *            without finalize. Everyone's world and rank 2's
  *            sub-communicator fail naming rank 3; where a local death
@@ -56,28 +57,40 @@ static void test_abort(void)
 	int rc;
 
 	CHECK_RC("abort", ps_comm_barrier(comm));
+	/*
+	 * Each other rank posts its operation, tells rank 3 (tag 5), then
+	 * waits in it: rank 3 aborts once all three are posted. The blocking
+	 * calls are these very posts and waits (lib/comm/api.c, coll.c).
+	 */
 	if (rank == 3) {
-		usleep(300 * 1000);
+		for (int i = 0; i < 3; i++)
+			CHECK_RC("abort", ps_comm_recv(comm, buf, sizeof(buf),
+						       PS_COMM_ANY_SOURCE, 5,
+						       NULL));
 		CHECK_RC("abort", ps_comm_abort(comm, 42));
 		rc = ps_comm_send(comm, buf, 1, 0, 1);
 		expect(comm, "abort: own send after it", rc,
 		       PS_COMM_ERR_ABORTED, "ps_comm_abort");
-	} else if (rank == 0) {
-		rc = ps_comm_recv(comm, buf, sizeof(buf), PS_COMM_ANY_SOURCE,
-				  PS_COMM_ANY_TAG, NULL);
-		expect(comm, "abort: ANY_SOURCE receive", rc,
-		       PS_COMM_ERR_ABORTED, "rank 3 aborted");
-	} else if (rank == 1) {
-		CHECK_RC("abort", ps_comm_iallreduce(comm, PS_COMM_IN_PLACE, &x,
-						     1, PS_COMM_FLOAT32,
-						     PS_COMM_SUM, &req));
-		rc = ps_comm_wait(&req, NULL);
-		expect(comm, "abort: nonblocking allreduce", rc,
-		       PS_COMM_ERR_ABORTED, "rank 3 aborted");
 	} else {
-		rc = ps_comm_barrier(comm);
-		expect(comm, "abort: barrier", rc, PS_COMM_ERR_ABORTED,
-		       "rank 3 aborted");
+		const char *what = "abort: barrier";
+
+		if (rank == 0) {
+			what = "abort: ANY_SOURCE receive";
+			CHECK_RC("abort", ps_comm_irecv(comm, buf, sizeof(buf),
+							PS_COMM_ANY_SOURCE,
+							PS_COMM_ANY_TAG, &req));
+		} else if (rank == 1) {
+			what = "abort: nonblocking allreduce";
+			CHECK_RC("abort", ps_comm_iallreduce(
+						  comm, PS_COMM_IN_PLACE, &x, 1,
+						  PS_COMM_FLOAT32, PS_COMM_SUM,
+						  &req));
+		} else {
+			CHECK_RC("abort", ps_comm_ibarrier(comm, &req));
+		}
+		CHECK_RC("abort", ps_comm_send(comm, buf, 1, 3, 5));
+		rc = ps_comm_wait(&req, NULL);
+		expect(comm, what, rc, PS_COMM_ERR_ABORTED, "rank 3 aborted");
 	}
 	if (rank != 3) {
 		rc = ps_comm_bcast(comm, buf, 1, PS_COMM_UINT8, 0);

@@ -59,17 +59,11 @@ PPARGS="-M 64 -i 5 -w 1"
 BASE="FI_PROVIDER=tcp PS_COMM_OP_TIMEOUT=10 PS_COMM_TIMEOUT=20 PS_COMM_SIZE=2"
 LIMIT=40
 
-listening() {
-	[ -n "$(ss -Htln "sport = :$1" 2>/dev/null)" ]
-}
-
-wait_listen() {
-	i=0
-	while ! listening "$1"; do
-		i=$((i + 1))
-		[ $i -gt 200 ] && return 1
-		sleep 0.05
-	done
+# attacker_done TAG REGEX: wait (20 s at most) for the attacker's line
+# that ends its exchange with rank 0, so that rank 1 comes after it.
+attacker_done() {
+	wait_until 20 has_line "$tmp/$1.a.out" "$2" ||
+		not_ok "$1: the attacker never got to \"$2\""
 }
 
 # rank0 TAG NOFILE ENV...: start rank 0 with ulimit -n NOFILE, and a
@@ -221,7 +215,7 @@ for s in $SCENARIOS; do
 		rank0 "$s" 1024 $BASE $KEY PS_COMM_ROOT=127.0.0.1:$port
 		wait_listen "$port"
 		PS_COMM_ROOT=127.0.0.1:$port attack "$s" replay "$tmp/captured" 8
-		sleep 1
+		attacker_done "$s" '^replay: (reply type|[0-9]+ bytes of replies)'
 		rank1 "$s" $BASE $KEY PS_COMM_ROOT=127.0.0.1:$port
 		finish "$s"
 		judge "$s" "a captured rank's bytes replayed into a new job with the same key"
@@ -232,7 +226,11 @@ for s in $SCENARIOS; do
 		wait_listen "$port"
 		PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=2 \
 			PS_COMM_JOB_KEY=another-key attack "$s" "$s"
-		sleep 1
+		if [ "$s" = forge ]; then
+			attacker_done "$s" '^forge: [0-9]+ bytes of replies'
+		else
+			attacker_done "$s" '^(joined as|join as rank [0-9]+ refused)'
+		fi
 		rank1 "$s" $BASE $KEY PS_COMM_ROOT=127.0.0.1:$port
 		finish "$s"
 		if [ "$s" = forge ]; then
@@ -256,11 +254,7 @@ for s in $SCENARIOS; do
 		wait_listen "$port"
 		PS_COMM_ROOT=127.0.0.1:$port attack "$s" bloat 1000 6
 		# Let the attacker open them all before rank 1 comes.
-		i=0
-		while ! grep -q "declared" "$tmp/$s.a.out" 2>/dev/null && [ $i -lt 200 ]; do
-			sleep 0.05
-			i=$((i + 1))
-		done
+		attacker_done "$s" '^bloat: [0-9]+ connections declared'
 		rank1 "$s" $BASE $KEY PS_COMM_ROOT=127.0.0.1:$port
 		finish "$s"
 		judge "$s" "1,000 connections each declaring 1 MiB"

@@ -45,6 +45,7 @@
 #include "util/param.h"
 #include "util/util.h"
 #include "core/ep_int.h"
+#include "van/state_int.h"
 #include "van/van_int.h"
 
 #define HOST "127.0.0.1"
@@ -1285,6 +1286,24 @@ static void stop_took(double t0, double *max, int *slow)
 }
 
 /*
+ * Wait, secs at most, until van v's receiving thread has finished a probe
+ * round that began at t or later; whether it did.
+ */
+static bool probe_round_since(ps_comm_van_t v, double t, double secs)
+{
+	double end = psc_now() + secs, at;
+
+	for (;;) {
+		__atomic_load(&v->probe_round, &at, __ATOMIC_RELAXED);
+		if (at >= t)
+			return true;
+		if (psc_now() >= end)
+			return false;
+		usleep(1000);
+	}
+}
+
+/*
  * A node that stops cleanly (ps-lite's Finalize) is not a failure for the
  * nodes that stay on, even though it served the last request they sent
  * and went silent: its goodbye stops their probes. A send to it fails at
@@ -1295,6 +1314,7 @@ START_TEST(test_node_left)
 	struct node a, b;
 	struct waiter w = {&a, 0, 0};
 	pthread_t t;
+	double gone;
 	int port;
 
 	node_up(&a, 9);
@@ -1303,9 +1323,11 @@ START_TEST(test_node_left)
 	say_hello(&a, 9, &b, 8, "request");
 	say_hello(&b, 8, &a, 9, "answer");
 	ps_comm_van_destroy(b.van);
-	/* Long enough for a's probe of a silent node (PROBE_SEC) to run. */
+	gone = psc_now();
 	ck_assert_int_eq(pthread_create(&t, NULL, wait_loop, &w), 0);
-	usleep(2500 * 1000);
+	/* a's receiver has looked at b once b was due for a probe. */
+	ck_assert_msg(probe_round_since(a.van, gone + PROBE_SEC, 30),
+		      "no probe round within 30 s");
 	refused_then_back(&a, NULL, port);
 	ps_comm_van_stop(a.van);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
