@@ -101,6 +101,16 @@ PS_COMM_API int ps_comm_attr_init(ps_comm_attr_t *attr);
  * environment (see README: PS_COMM_RANK, PS_COMM_SIZE, PS_COMM_ROOT, ...).
  * Blocks until every rank has joined or PS_COMM_TIMEOUT expires. Several
  * communicators may exist in one process.
+ *
+ * Signals: the dispositions of SIGINT, SIGTERM, SIGHUP and the crash
+ * signals stay the program's. Handlers that a provider's library installs
+ * (libinfinipath's, as libfabric is loaded or a provider opens) are
+ * undone, so a SIGTERM ends the process by the signal (status 143) and
+ * an application's handlers set before this call stay. While the calling
+ * thread is inside libfabric, SIGINT, SIGTERM and SIGHUP are blocked in
+ * that thread and delivered as the call returns (within one libfabric
+ * call); other threads should block them too for that time, or not
+ * change their dispositions meanwhile.
  */
 PS_COMM_API int ps_comm_init(ps_comm_t *comm, const ps_comm_attr_t *attr);
 
