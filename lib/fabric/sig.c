@@ -14,7 +14,7 @@
 #include "util/log.h"
 
 /* The first three are blocked inside a guard; the crash ones never are. */
-static const int kept[PSC_SIG_KEPT] = {SIGINT,	SIGTERM, SIGHUP, SIGILL,
+static const int kept[PSC_SIG_KEPT] = {SIGINT,	SIGTERM, SIGHUP,  SIGILL,
 				       SIGABRT, SIGBUS,	 SIGSEGV, SIGFPE};
 #define PSC_SIG_BLOCKED 3
 
@@ -78,7 +78,8 @@ void psc_sig_guard_enter(struct psc_sig_guard *g)
 	pthread_mutex_lock(&guard_lock);
 	dropped = psc_sig_drop_provider_handlers();
 	if (dropped)
-		psc_log(PSC_LOG_DEBUG, -1, "%d signal(s) got their default "
+		psc_log(PSC_LOG_DEBUG, -1,
+			"%d signal(s) got their default "
 			"action back from a provider library's handler",
 			dropped);
 	for (size_t i = 0; i < PSC_SIG_KEPT; i++)
@@ -100,7 +101,8 @@ void psc_sig_guard_leave(struct psc_sig_guard *g)
 		if (sigaction(kept[i], NULL, &now) == 0 &&
 		    changed(&now, &g->saved[i])) {
 			sigaction(kept[i], &g->saved[i], NULL);
-			psc_log(PSC_LOG_DEBUG, -1, "signal %d: a libfabric call "
+			psc_log(PSC_LOG_DEBUG, -1,
+				"signal %d: a libfabric call "
 				"replaced its disposition; put back",
 				kept[i]);
 		}

@@ -47,8 +47,8 @@
 
 /* A guard's saved state; on the caller's stack, opaque to it. */
 struct psc_sig_guard {
-	bool outer;		/* the thread's outermost guard */
-	sigset_t mask;		/* the thread's mask before */
+	bool outer;    /* the thread's outermost guard */
+	sigset_t mask; /* the thread's mask before */
 	struct sigaction saved[PSC_SIG_KEPT];
 };
 

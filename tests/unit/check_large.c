@@ -55,15 +55,14 @@ static size_t rss(void)
 /* Pages nobody touched: reading them maps the zero page, nothing more. */
 static void *untouched(size_t len, int prot)
 {
-	void *p = mmap(NULL, len, prot, MAP_PRIVATE | MAP_ANONYMOUS |
-			   MAP_NORESERVE, -1, 0);
+	void *p = mmap(NULL, len, prot,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 
 	ck_assert_ptr_ne(p, MAP_FAILED);
 	return p;
 }
 
-static void isend(const void *buf, size_t len, int tag,
-		  ps_comm_request_t *req)
+static void isend(const void *buf, size_t len, int tag, ps_comm_request_t *req)
 {
 	char err[256];
 
@@ -86,8 +85,7 @@ static void irecv(void *buf, size_t len, int tag, ps_comm_request_t *req)
  * until the receive became a large message's parent), keeping the most
  * requests seen live at once; fails after 60 s.
  */
-static int drive(ps_comm_request_t rr, ps_comm_request_t sr,
-		 bool until_parent)
+static int drive(ps_comm_request_t rr, ps_comm_request_t sr, bool until_parent)
 {
 	double end = psc_now() + 60;
 	int peak = 0;
@@ -149,8 +147,10 @@ START_TEST(test_huge_send_bounded)
 	isend(buf, HUGE_LEN, 5, &req);
 	ck_assert_msg(psc_now() - t0 < 1.0, "posting took %.2f s",
 		      psc_now() - t0);
-	ck_assert_msg(live_count() - before <= PER_SIDE, "%d requests for "
-		      "one send", live_count() - before);
+	ck_assert_msg(live_count() - before <= PER_SIDE,
+		      "%d requests for "
+		      "one send",
+		      live_count() - before);
 	ck_assert_msg(rss() < rss0 + (4u << 20), "RSS grew by %zu KiB",
 		      (rss() - rss0) >> 10);
 	/* Nobody receives it; the pages stay mapped for the provider. */
@@ -173,8 +173,10 @@ START_TEST(test_huge_recv_bounded)
 	irecv(dst, HUGE_LEN, 6, &rr);
 	isend(src, HUGE_LEN, 6, &sr);
 	peak = drive(rr, sr, true);
-	ck_assert_msg(peak - before <= 2 * PER_SIDE, "%d requests for one "
-		      "message", peak - before);
+	ck_assert_msg(peak - before <= 2 * PER_SIDE,
+		      "%d requests for one "
+		      "message",
+		      peak - before);
 	psc_p2p_cancel(&rr);
 	psc_p2p_cancel(&sr);
 }
@@ -200,8 +202,10 @@ START_TEST(test_64mib_whole)
 	ck_assert_uint_eq(st.len, n);
 	ck_assert_msg(memcmp(s, r, n) == 0, "the bytes differ");
 	ck_assert_int_eq(r[n], 0xEE);
-	ck_assert_msg(peak - before <= 2 * PER_SIDE, "%d requests live at "
-		      "once", peak - before);
+	ck_assert_msg(peak - before <= 2 * PER_SIDE,
+		      "%d requests live at "
+		      "once",
+		      peak - before);
 	ck_assert_int_eq(live_count(), before);
 	free(s);
 	free(r);
