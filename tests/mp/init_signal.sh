@@ -12,7 +12,9 @@
 #
 # PSC_TEST_SIG_RUNS: the SIGTERM runs (default 50); SIGINT and SIGHUP get
 # a tenth of that each; two run at a time. PSC_TEST_SIG_SEED: the random
-# seed (printed).
+# seed (printed). PSC_TEST_SIG_BOUND: the seconds allowed from the signal
+# to the end (default 2; a signal inside fi_getinfo waits for its return,
+# 0.2-0.7 s here, longer on a machine loaded far beyond its cores).
 . "${srcdir:-.}/tests/mp/common.sh"
 
 PROBE=$top_builddir/tests/mp/init_probe
@@ -25,6 +27,7 @@ trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
 trap 'exit 1' INT TERM HUP
 
 runs=${PSC_TEST_SIG_RUNS:-50}
+bound=${PSC_TEST_SIG_BOUND:-2}
 seed=${PSC_TEST_SIG_SEED:-$$}
 echo "# seed $seed (PSC_TEST_SIG_SEED reruns these delays)"
 if ldconfig -p 2>/dev/null | grep -q libinfinipath; then
@@ -46,7 +49,7 @@ delay() {
 }
 
 # one SIG N: run N with signal SIG; ok when the probe ends by it within
-# 2 s. The rendezvous is a file store of its own (no port to clash).
+# $bound s. The rendezvous is a file store of its own (no port to clash).
 one() {
 	sig=$1 n=$2
 	mkdir "$tmp/store$n" || exit 1
@@ -91,9 +94,9 @@ one() {
 	if [ "$st" -ne "$want" ]; then
 		not_ok "SIG$sig run $n after ${d}s: status $st, not $want"
 		sed 's/^/#   /' "$tmp/err" | tail -5
-	elif awk -v t="$took" 'BEGIN { exit !(t > 2) }'; then
+	elif awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t > b) }'; then
 		not_ok "SIG$sig run $n after ${d}s: status $st, but ${took}s" \
-			"after the signal (more than 2 s)"
+			"after the signal (more than $bound s)"
 	else
 		ok "SIG$sig run $n after ${d}s: status $st in ${took}s"
 	fi
@@ -106,8 +109,8 @@ lane() {
 	mkdir -p "$tmp" || exit 1
 	trap '[ -n "$pid" ] && kill -9 "$pid" 2>/dev/null' EXIT
 	n=$k
-	while [ $n -le $((runs + 2 * extra)) ]; do
-		if [ $n -le "$runs" ]; then
+	while [ "$n" -le $((runs + 2 * extra)) ]; do
+		if [ "$n" -le "$runs" ]; then
 			one TERM "$n"
 		elif [ $((n % 2)) -eq 0 ]; then
 			one INT "$n"
