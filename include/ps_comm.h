@@ -117,6 +117,16 @@ PS_COMM_API int ps_comm_attr_init(ps_comm_attr_t *attr);
  * a size of 0 or below -1, a bootstrap that is not one of the values
  * above), and with PS_COMM_ERR_CONFIG for an environment variable that
  * cannot be (README, "Parameters"); the log names the field or variable.
+ *
+ * Signals: the dispositions of SIGINT, SIGTERM, SIGHUP and the crash
+ * signals stay the program's. Handlers that a provider's library installs
+ * (libinfinipath's, as libfabric is loaded or a provider opens) are
+ * undone, so a SIGTERM ends the process by the signal (status 143) and
+ * an application's handlers set before this call stay. While the calling
+ * thread is inside libfabric, SIGINT, SIGTERM and SIGHUP are blocked in
+ * that thread and delivered as the call returns (within one libfabric
+ * call); other threads should block them too for that time, or not
+ * change their dispositions meanwhile.
  */
 PS_COMM_API int ps_comm_init(ps_comm_t *comm, const ps_comm_attr_t *attr);
 
@@ -147,7 +157,19 @@ PS_COMM_API int ps_comm_provider_name(ps_comm_t comm, const char **name);
 PS_COMM_API int ps_comm_tag_ub(ps_comm_t comm, int *tag_ub);
 
 /*
- * Blocking point-to-point. peer is a rank of comm; tag is 0..tag_ub.
+ * The longest message, in bytes: 2^56 - 1 on 64-bit systems, more than
+ * any user address space holds (x86-64 with 5-level paging has 2^56
+ * bytes), and PTRDIFF_MAX on 32-bit ones. Sends and receives of a longer
+ * len fail at once with PS_COMM_ERR_ARG (ps_comm_last_error names the
+ * length). Any len up to it costs the same memory: a message larger than
+ * the provider's max_msg_size goes in chunks, a few at a time.
+ */
+#define PS_COMM_MSG_MAX \
+	((size_t)PTRDIFF_MAX >> (sizeof(size_t) >= 8 ? 7 : 0))
+
+/*
+ * Blocking point-to-point. peer is a rank of comm; tag is 0..tag_ub; len
+ * is at most PS_COMM_MSG_MAX.
  * ps_comm_recv accepts PS_COMM_ANY_SOURCE and PS_COMM_ANY_TAG; status may
  * be NULL. A message longer than len fills the buffer and returns
  * PS_COMM_ERR_TRUNCATE. Blocking calls fail with PS_COMM_ERR_TIMEOUT after

@@ -26,9 +26,10 @@ static int check_p2p(struct ps_comm *c, const void *buf, size_t len,
 				   len);
 		return PS_COMM_ERR_ARG;
 	}
-	if (len > (size_t)PTRDIFF_MAX) {
-		psc_comm_set_error(c, "%s: length %zu is negative or too "
-				   "large", fn, len);
+	if (len > PS_COMM_MSG_MAX) {
+		psc_comm_set_error(c, "%s: length %zu is negative or larger "
+				   "than PS_COMM_MSG_MAX (%zu)", fn, len,
+				   (size_t)PS_COMM_MSG_MAX);
 		return PS_COMM_ERR_ARG;
 	}
 	if ((peer < 0 || peer >= c->ch.size) &&

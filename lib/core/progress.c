@@ -374,7 +374,11 @@ static void handle_cq_error(struct psc_ep *ep)
 	if (err == FI_ETRUNC && r->kind == PSC_REQ_RECV) {
 		/* rxm reports len = olen = 0: the buffer was filled. */
 		if (r->ops && r->ops->truncated) {
-			psc_req_complete(r, r->ops->truncated(r, e.tag));
+			int rc = r->ops->truncated(r, e.tag);
+
+			/* 1: r goes on, as from its complete op. */
+			if (rc != 1)
+				psc_req_complete(r, rc);
 			return;
 		}
 		r->status.len = r->len;

@@ -53,8 +53,9 @@ struct psc_req_ops {
 			const struct fi_cq_tagged_entry *ev);
 	/*
 	 * A receive's CQ error entry says FI_ETRUNC (the buffer was filled);
-	 * tag is the entry's, or 0. Lock held. Returns the result r
-	 * completes with. NULL: -FI_ETRUNC with the whole buffer received.
+	 * tag is the entry's, or 0. Lock held. Returns 1 if r goes on (as
+	 * complete's), else the result r completes with. NULL: -FI_ETRUNC
+	 * with the whole buffer received.
 	 */
 	int (*truncated)(struct ps_comm_request *r, uint64_t tag);
 	/*
@@ -90,6 +91,7 @@ struct ps_comm_request {
 	struct ps_comm_request *kids;	 /* PARENT: its children */
 	struct ps_comm_request *sibling; /* next child of the parent */
 	size_t children_left; /* PARENT: children not yet done */
+	uint64_t chunk_next;  /* large PARENT: offset of its next chunk */
 	struct ps_comm_request *next;	 /* queue link */
 	struct ps_comm_request *live_prev, *live_next; /* the endpoint's */
 	bool abandoned;	      /* owner gone: free when done */

@@ -19,6 +19,7 @@
 #include "fabric/mr.h"
 #include "fabric/preflight.h"
 #include "fabric/select.h"
+#include "fabric/sig.h"
 #include "fabric/topo.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -93,6 +94,7 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		 struct fi_info **list, bool *relaxed)
 {
 	struct fi_info *hints = psc_fab_hints(prov_name);
+	struct psc_sig_guard sg;
 	int rc;
 
 	*list = NULL;
@@ -101,6 +103,8 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		gi = fi_getinfo;
 	if (!hints)
 		return -ENOMEM;
+	/* The first fi_getinfo loads the providers (sig.h). */
+	psc_sig_guard_enter(&sg);
 	rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
 	if (rc == -FI_ENODATA && psc_provider_order_optional(prov_name)) {
 		/* A family without FI_ORDER_SAS: ask again without it. */
@@ -109,6 +113,7 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
 		*relaxed = rc == 0;
 	}
+	psc_sig_guard_leave(&sg);
 	fi_freeinfo(hints);
 	return rc;
 }
@@ -484,7 +489,7 @@ static bool fail_injected(const struct psc_fab *ep,
  * unwinds on error. On failure ep->info is freed, nothing is left open
  * and err says which step failed and why.
  */
-static int fab_open_entry(struct psc_fab *ep, const struct psc_fab_config *cfg,
+static int fab_open_steps(struct psc_fab *ep, const struct psc_fab_config *cfg,
 			  char *err, size_t len)
 {
 	struct fi_av_attr av_attr = {0};
@@ -580,6 +585,19 @@ err_step:
 	ep->cq = NULL;
 	ep->av = NULL;
 	ep->ep = NULL;
+	return rc;
+}
+
+/* fab_open_steps, with the signals a provider may take guarded (sig.h). */
+static int fab_open_entry(struct psc_fab *ep, const struct psc_fab_config *cfg,
+			  char *err, size_t len)
+{
+	struct psc_sig_guard sg;
+	int rc;
+
+	psc_sig_guard_enter(&sg);
+	rc = fab_open_steps(ep, cfg, err, len);
+	psc_sig_guard_leave(&sg);
 	return rc;
 }
 
@@ -747,9 +765,15 @@ const char *psc_fab_strerror(int err)
 
 int psc_fab_providers(struct fi_info **all)
 {
+	struct psc_sig_guard sg;
+	int rc;
+
 	*all = NULL;
-	return fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
-			  all);
+	psc_sig_guard_enter(&sg);
+	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
+			all);
+	psc_sig_guard_leave(&sg);
+	return rc;
 }
 
 void psc_fab_freeinfo(struct fi_info *list)

@@ -8,10 +8,17 @@
  * provider profile may cap; the last one shorter) sent on the
  * continuation protocol with a tag made of the sender's rank and the
  * stream id. The receiver's first receive matches header or small
- * message alike; on a header it posts one receive per chunk with the
+ * message alike; on a header it posts receives for the chunks with the
  * exact continuation tag, so chunks of different messages can never
  * mix, and the send order of first pieces keeps MPI's non-overtaking
  * rule.
+ *
+ * Each side keeps at most LARGE_WINDOW chunks in flight: a child request
+ * that completes moves on to the next chunk of its parent (a cursor,
+ * chunk_next), so a message of any length costs a fixed number of
+ * requests. Sends and receives of one stream share one tag and match in
+ * the order posted, and both sides post chunks in offset order, so the
+ * n-th chunk sent lands in the n-th receive posted, at its offset.
  *
  * Where the provider stalls a connection behind an unexpected message it
  * cannot keep (caps.chunks_wait), the sender of a rank-addressed message
@@ -42,9 +49,9 @@ _Static_assert(PSC_TAG_CTX_BITS == PSC_EP_CTX_BITS,
 	       "a tag holds every context id the core hands out");
 
 #define LARGE_MAGIC 0x5053434du /* "PSCM": with the chunk size at +20 */
-/* Chunks of one message, at most: bounds what a header makes us post. */
-#define LARGE_CHUNKS_MAX ((uint64_t)1 << 22)
 #define LARGE_HDR_LEN 24
+/* Chunks of one message in flight at once, on each side. */
+#define LARGE_WINDOW 16
 /* Header flag: the sender posts its chunks on the receiver's go-ahead. */
 #define LARGE_WAITS 1u
 /* Where a waiting parent send keeps the go-ahead (after its header). */
@@ -55,6 +62,8 @@ _Static_assert(PSC_TAG_CTX_BITS == PSC_EP_CTX_BITS,
 
 static const struct psc_req_ops first_recv_ops;
 static const struct psc_req_ops cts_recv_ops;
+static const struct psc_req_ops chunk_send_ops;
+static const struct psc_req_ops chunk_recv_ops;
 
 /* A new child operation of parent, not yet posted. Lock held. */
 static struct ps_comm_request *new_child(struct ps_comm_request *parent,
@@ -140,19 +149,103 @@ static int post_child(struct ps_comm_request *parent, enum psc_req_kind kind,
 	return k ? post_kid(k, first) : -ENOMEM;
 }
 
-/* Post the chunks of large send p (p->buf, p->len). Lock held. */
+/* Large message p's length and chunk size: its header, in p->scratch. */
+static uint64_t large_total(const struct ps_comm_request *p)
+{
+	return psc_be_get(p->scratch + 8, 8);
+}
+
+static size_t large_chunk(const struct ps_comm_request *p)
+{
+	return (size_t)psc_be_get(p->scratch + 20, 4);
+}
+
+/*
+ * Whether chunk child k of a large message goes on to the next chunk: 1
+ * yes; 0 no (every chunk is posted, or the message failed already: k
+ * ends with its own result); or -FI_ECANCELED when k was cancelled with
+ * chunks left, so the message cannot complete as if whole. Lock held.
+ */
+static int chunk_goes_on(const struct ps_comm_request *k)
+{
+	const struct ps_comm_request *p = k->parent;
+
+	if (p->chunk_next >= large_total(p))
+		return 0;
+	if (k->cancel_asked)
+		return -FI_ECANCELED;
+	/* A receive's expected truncation lets the rest arrive. */
+	return !p->status.error || p->status.error == -FI_ETRUNC;
+}
+
+/* Post chunk child k again, for the chunk just armed. Lock held. */
+static int chunk_repost(struct ps_comm_request *k)
+{
+	int rc;
+
+	k->state = PSC_REQ_QUEUED;
+	rc = psc_ep_post(k->ep, k);
+	return rc ? rc : 1;
+}
+
+/* Point send child k at the next chunk of its parent p. Lock held. */
+static void arm_send_chunk(struct ps_comm_request *p,
+			   struct ps_comm_request *k)
+{
+	uint64_t off = p->chunk_next;
+	size_t n = (size_t)PSC_MIN((uint64_t)large_chunk(p),
+				   large_total(p) - off);
+
+	k->buf = (char *)p->buf + off;
+	k->len = n;
+	k->data = n;
+	p->chunk_next = off + n;
+}
+
+/* A chunk went out: send the next one in its place. Lock held. */
+static int chunk_send_complete(struct ps_comm_request *k,
+			       const struct fi_cq_tagged_entry *ev)
+{
+	int go = chunk_goes_on(k);
+
+	(void)ev;
+	if (go != 1)
+		return go;
+	arm_send_chunk(k->parent, k);
+	return chunk_repost(k);
+}
+
+static const struct psc_req_ops chunk_send_ops = {
+	.size = sizeof(struct psc_req_ops),
+	.complete = chunk_send_complete,
+};
+
+/*
+ * Post the first chunks of large send p (p->buf, p->len), up to
+ * LARGE_WINDOW; each moves on as it completes. Lock held.
+ */
 static int post_chunks(struct ps_comm_request *p)
 {
 	const struct psc_chan *ch = p->owner;
-	size_t max = (size_t)psc_be_get(p->scratch + 20, 4);
 	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
 	uint64_t ctag = psc_tag_make(&ch->tl, PSC_PROTO_CONT, false, ch->ctx,
 				     (uint32_t)p->status.source, seq);
 	int rc = 0;
 
-	for (size_t off = 0; rc == 0 && off < p->len; off += max)
-		rc = post_child(p, PSC_REQ_SEND, (char *)p->buf + off,
-				PSC_MIN(max, p->len - off), ctag, 0, false);
+	for (int i = 0; rc == 0 && i < LARGE_WINDOW &&
+			p->chunk_next < large_total(p);
+	     i++) {
+		struct ps_comm_request *k = new_child(p, PSC_REQ_SEND, NULL, 0,
+						      ctag, 0);
+
+		if (!k)
+			return -ENOMEM;
+		k->ops = &chunk_send_ops;
+		/* An injected chunk would complete without moving on. */
+		k->no_inject = true;
+		arm_send_chunk(p, k);
+		rc = post_kid(k, false);
+	}
 	return rc;
 }
 
@@ -440,32 +533,96 @@ void psc_chan_abort(struct psc_chan *ch)
 }
 
 /*
- * Receive a chunk that does not fit: into a buffer of its full size, so
- * the provider never truncates (rxm drops the connection when it does);
- * the part that fits is copied out on completion.
+ * Point receive child k at the next chunk of its parent r: into the
+ * caller's buffer, or, for the part past its end, a shorter receive the
+ * provider truncates (expect_trunc). Where the provider must not
+ * truncate (software matching: rxm drops the connection when it does),
+ * a chunk that does not fit goes whole into a buffer of k's own, of one
+ * chunk, and the part that fits is copied out on completion. -ENOMEM, or
+ * 0. Lock held.
  */
-static int post_discard(struct ps_comm_request *r, void *dst, size_t take,
-			size_t n, uint64_t tag, uint64_t ignore)
+static int arm_recv_chunk(struct ps_comm_request *r,
+			  struct ps_comm_request *k)
 {
-	struct ps_comm_request *before = r->kids;
-	void *tmp = malloc(n ? n : 1);
-	int rc;
+	uint64_t off = r->chunk_next;
+	size_t max = large_chunk(r);
+	size_t n = (size_t)PSC_MIN((uint64_t)max, large_total(r) - off);
+	size_t room = off >= r->user_len ? 0 : r->user_len - (size_t)off;
+	size_t take = PSC_MIN(n, room);
+	char *dst = (char *)r->user_buf + (off < r->user_len ? (size_t)off
+						: r->user_len);
 
-	if (!tmp)
-		return -ENOMEM;
-	rc = post_child(r, PSC_REQ_RECV, tmp, n, tag, ignore, false);
-	if (r->kids == before) {
-		/* No child to own tmp (-ENOMEM): r->kids is another one's. */
-		free(tmp);
-		return rc;
+	k->expect_trunc = take < n;
+	/* take < n when the buffer is shorter: cppcheck misses it. */
+	/* cppcheck-suppress knownConditionTrueFalse */
+	if (take < n && psc_ep_caps(r->ep)->sw_match) {
+		/* Past the buffer's end once, past it for every later chunk. */
+		if (!k->owns_buf) {
+			void *tmp = malloc(max);
+
+			if (!tmp)
+				return -ENOMEM;
+			k->buf = tmp;
+			k->owns_buf = true;
+		}
+		k->len = n;
+		k->user_buf = dst;
+		k->user_len = take;
+	} else {
+		k->buf = dst;
+		k->len = take;
 	}
-	r->kids->owns_buf = true;
-	r->kids->user_buf = dst;
-	r->kids->user_len = take;
-	return rc;
+	r->chunk_next = off + n;
+	return 0;
 }
 
-/* Turn r into the parent of one receive per chunk of a large message. */
+/* A chunk arrived: receive the next one in its place. Lock held. */
+static int chunk_recv_complete(struct ps_comm_request *k,
+			       const struct fi_cq_tagged_entry *ev)
+{
+	int rc, go;
+
+	/* What the progress engine does for a plain receive. */
+	k->status.len = ev->len;
+	if (k->owns_buf && k->user_len)
+		psc_copy(k->user_buf, k->buf, k->user_len);
+	if (psc_ep_caps(k->ep)->len_in_cq_data &&
+	    (ev->flags & FI_REMOTE_CQ_DATA) &&
+	    (uint32_t)ev->data != (uint32_t)ev->len && !k->expect_trunc)
+		return -FI_ETRUNC;
+	go = chunk_goes_on(k);
+	if (go != 1)
+		return go;
+	rc = arm_recv_chunk(k->parent, k);
+	return rc ? rc : chunk_repost(k);
+}
+
+/* A chunk past the buffer's end was truncated, as expected. Lock held. */
+static int chunk_recv_truncated(struct ps_comm_request *k, uint64_t tag)
+{
+	int rc, go;
+
+	(void)tag;
+	k->status.len = k->len;
+	if (!k->expect_trunc)
+		return -FI_ETRUNC;
+	go = chunk_goes_on(k);
+	if (go != 1)
+		return go;
+	rc = arm_recv_chunk(k->parent, k);
+	return rc ? rc : chunk_repost(k);
+}
+
+static const struct psc_req_ops chunk_recv_ops = {
+	.size = sizeof(struct psc_req_ops),
+	.complete = chunk_recv_complete,
+	.truncated = chunk_recv_truncated,
+};
+
+/*
+ * Turn r into the parent of the receives of a large message's chunks,
+ * up to LARGE_WINDOW at a time.
+ */
 static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 {
 	struct psc_chan *ch = r->owner;
@@ -485,13 +642,11 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	max = (size_t)psc_be_get(hdr + 20, 4);
 	/*
 	 * The sender's chunk size: within what this endpoint receives in
-	 * one message, no finer than 4 KiB unless this endpoint's own limit
-	 * is, and at most LARGE_CHUNKS_MAX chunks (a bad header cannot make
-	 * it post a receive per byte, nor wrap the offsets).
+	 * one message, and no finer than 4 KiB unless this endpoint's own
+	 * limit is (a bad header cannot make it receive byte by byte).
 	 */
 	if (max == 0 || max > caps->max_msg_size ||
-	    (max < PSC_MIN(caps->max_msg_size, 4096) && max < total) ||
-	    total / max >= LARGE_CHUNKS_MAX) {
+	    (max < PSC_MIN(caps->max_msg_size, 4096) && max < total)) {
 		psc_log(PSC_LOG_WARN, ch->rank, "refusing a large message of "
 			"%llu bytes in chunks of %zu from rank %d (this "
 			"endpoint takes chunks of up to %zu)",
@@ -499,33 +654,33 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 			caps->max_msg_size);
 		return -EPROTO;
 	}
+	/* The chunks overwrite a header received into the caller's buffer. */
+	if (hdr != r->scratch)
+		memcpy(r->scratch, hdr, LARGE_HDR_LEN);
 	psc_tag_match(tl, PSC_PROTO_CONT, ch->ctx, r->status.source, seq,
 		      &ctag, &ignore);
 	r->kind = PSC_REQ_PARENT;
+	r->chunk_next = 0;
 	r->status.len = PSC_MIN(total, r->user_len);
 	psc_ep_hold_range(r->ep, r, r->user_buf, r->status.len);
 	if (total > r->user_len)
 		r->status.error = -FI_ETRUNC;
 	r->children_left++;
-	for (uint64_t off = 0; rc == 0 && off < total; off += max) {
-		size_t n = PSC_MIN(max, total - off);
-		size_t room = off >= r->user_len ? 0 : r->user_len - off;
-		size_t take = PSC_MIN(n, room);
-		char *dst = (char *)r->user_buf + (off < r->user_len ? off
-						     : r->user_len);
-		struct ps_comm_request *before = r->kids;
+	for (int i = 0; rc == 0 && i < LARGE_WINDOW && r->chunk_next < total;
+	     i++) {
+		struct ps_comm_request *k = new_child(r, PSC_REQ_RECV, NULL, 0,
+						      ctag, ignore);
 
-		/* take < n when the buffer is shorter: cppcheck misses it. */
-		/* cppcheck-suppress knownConditionTrueFalse */
-		if (take < n && caps->sw_match)
-			rc = post_discard(r, dst, take, n, ctag, ignore);
+		if (!k) {
+			rc = -ENOMEM;
+			break;
+		}
+		k->ops = &chunk_recv_ops;
+		rc = arm_recv_chunk(r, k);
+		if (rc)
+			psc_req_complete(k, rc);
 		else
-			rc = post_child(r, PSC_REQ_RECV, dst, take, ctag,
-					ignore, false);
-		/* Without a new child (-ENOMEM), r->kids is an older one. */
-		/* cppcheck-suppress knownConditionTrueFalse */
-		if (take < n && r->kids != before)
-			r->kids->expect_trunc = true;
+			rc = post_kid(k, false);
 	}
 	if (rc == 0 && (flags & LARGE_WAITS))
 		rc = send_cts(r, seq);

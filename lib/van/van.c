@@ -14,9 +14,7 @@
  * calls the other modules make; peer.c, send.c and recv.c hold the rest
  * (state_int.h).
  */
-#include <dlfcn.h>
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,42 +74,6 @@ void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
 	msg->sender = PS_COMM_VAN_NO_ID;
 }
 
-/*
- * Some provider libraries (psc_provider_signal_lib: libinfinipath, which
- * Debian's libfabric loads for its psm provider) install handlers for
- * SIGINT, SIGTERM and the crash signals as they are loaded; they print a
- * backtrace and call exit(), which runs libfabric's destructors while
- * the van's threads are still inside it (a SIGTERM then crashed in
- * libfabric). The library's own switches
- * (IPATH_NO_BACKTRACE, HFI_NO_BACKTRACE) are read before any van exists,
- * so give these signals back the default action they had before it.
- */
-static void drop_psm_handlers(void)
-{
-	static const int sigs[] = {SIGINT, SIGILL, SIGABRT, SIGBUS, SIGSEGV,
-				   SIGTERM};
-
-	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
-		struct sigaction sa;
-		void *fn;
-		Dl_info di;
-
-		if (sigaction(sigs[i], NULL, &sa) != 0)
-			continue;
-		fn = (sa.sa_flags & SA_SIGINFO) ? (void *)sa.sa_sigaction
-						: (void *)sa.sa_handler;
-		if (fn == (void *)SIG_DFL || fn == (void *)SIG_IGN ||
-		    !dladdr(fn, &di) || !di.dli_fname ||
-		    !psc_provider_signal_lib(di.dli_fname))
-			continue;
-		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = SIG_DFL;
-		sigaction(sigs[i], &sa, NULL);
-		psc_log(PSC_LOG_DEBUG, -1, "van: signal %d gets its default "
-			"action back from %s", sigs[i], di.dli_fname);
-	}
-}
-
 int ps_comm_van_create(ps_comm_van_t *out)
 {
 	struct ps_comm_van *v;
@@ -121,7 +83,6 @@ int ps_comm_van_create(ps_comm_van_t *out)
 		return PS_COMM_ERR_ARG;
 	*out = NULL;
 	psc_log_setup();
-	drop_psm_handlers();
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return PS_COMM_ERR_NOMEM;

@@ -1,6 +1,6 @@
 /*
  * The multi-process point-to-point suite, run under ps_comm_run on every
- * provider present: message sizes from 0 B to 8 MiB, wildcards,
+ * provider present: message sizes from 0 B to 8 MiB and 64 MiB, wildcards,
  * non-overtaking order, truncation, self-send, 10,000 outstanding
  * requests, receivers idle long enough to sleep (woken in time, and
  * using little CPU while they wait), several sending
@@ -394,6 +394,53 @@ static void truncate_case(size_t n, size_t cap)
 	free(r);
 }
 
+/*
+ * 64 MiB and 3 bytes from rank 0 to rank 1 and back: split into many
+ * chunks, several of them in flight at once, each byte checked.
+ */
+static void test_large(void)
+{
+	const char *t = "64 MiB message";
+	size_t n = ((size_t)64 << 20) + 3;
+	unsigned char *s, *r;
+	ps_comm_status_t st;
+	int peer = 1 - rank;
+	long bad;
+
+	if (quick || size < 2 || rank > 1) {
+		ok(t);
+		return;
+	}
+	s = malloc(n);
+	r = malloc(n + 1);
+	if (!s || !r) {
+		fail(t, "out of memory");
+		free(s);
+		free(r);
+		ok(t);
+		return;
+	}
+	fill(s, n, rank, 64);
+	memset(r, 0xEE, n + 1);
+	for (int from = 0; from < 2; from++) {
+		if (rank == from) {
+			CHECK_RC(t, ps_comm_send(comm, s, n, peer, 2));
+			continue;
+		}
+		CHECK_RC(t, ps_comm_recv(comm, r, n, peer, 2, &st));
+		if (st.len != n || st.error)
+			fail(t, "status {%d,%d,%zu,%d}", st.source, st.tag,
+			     st.len, st.error);
+		if ((bad = verify(r, n, peer, 64)) >= 0)
+			fail(t, "byte %ld wrong", bad);
+		if (r[n] != 0xEE)
+			fail(t, "wrote past the buffer");
+	}
+	free(s);
+	free(r);
+	ok(t);
+}
+
 static void test_truncate(void)
 {
 	truncate_case(100, 50);
@@ -572,7 +619,7 @@ static void test_bad_args(void)
 	struct {
 		const char *what;
 		int rc;
-	} cases[20];
+	} cases[24];
 	int n = 0;
 
 	ps_comm_tag_ub(comm, &ub);
@@ -582,6 +629,10 @@ static void test_bad_args(void)
 	CASE(ps_comm_send(NULL, buf, 1, 0, 0));
 	CASE(ps_comm_send(comm, NULL, 1, 0, 0));
 	CASE(ps_comm_send(comm, buf, (size_t)-1, 0, 0));
+	/* Longer than any address space: refused at once, nothing posted. */
+	CASE(ps_comm_isend(comm, buf, SIZE_MAX / 2, 0, 0, &req));
+	CASE(ps_comm_isend(comm, buf, PS_COMM_MSG_MAX + 1, 0, 0, &req));
+	CASE(ps_comm_irecv(comm, buf, SIZE_MAX / 2, 0, 0, &req));
 	CASE(ps_comm_send(comm, buf, 1, size, 0));
 	CASE(ps_comm_send(comm, buf, 1, -1, 0));
 	CASE(ps_comm_send(comm, buf, 1, 0, ub + 1 > 0 ? ub + 1 : -2));
@@ -760,6 +811,7 @@ int main(int argc, char **argv)
 	test_first_contact();
 	test_bad_args();
 	test_sizes();
+	test_large();
 	test_wildcards();
 	test_order();
 	test_mixed();

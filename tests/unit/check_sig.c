@@ -1,0 +1,178 @@
+/*
+ * Unit tests for lib/fabric/sig.c, through psc_fab_query with a getinfo
+ * of the test's that does what a provider library may do inside
+ * fi_getinfo: install a handler that calls exit() for SIGTERM, SIGINT or
+ * SIGHUP, and have that signal arrive before the call returns. Each must
+ * end the process by the signal itself (the handler undone), or reach
+ * the application's own handler when it had one, and leave the thread's
+ * mask and a nest of guards as they were.
+ */
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+#include <rdma/fi_errno.h>
+
+#include "fabric/select.h"
+#include "fabric/sig.h"
+
+static int hit_sig; /* the signal a provider_getinfo installs and raises */
+
+/* The provider library's handler: what libinfinipath's does, less the print. */
+static void provider_handler(int sig)
+{
+	(void)sig;
+	exit(3);
+}
+
+static int provider_getinfo(uint32_t version, const char *node,
+			    const char *service, uint64_t flags,
+			    const struct fi_info *hints, struct fi_info **info)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = provider_handler;
+	sigaction(hit_sig, &sa, NULL);
+	raise(hit_sig);
+	*info = NULL;
+	return -FI_ENODATA;
+}
+
+static void query(int sig)
+{
+	struct fi_info *list = NULL;
+	bool relaxed;
+
+	hit_sig = sig;
+	psc_fab_query(provider_getinfo, NULL, &list, &relaxed);
+}
+
+/* Give sig the default action (Check's runner may leave SIGINT ignored). */
+static void set_default(int sig)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	ck_assert_int_eq(sigaction(sig, &sa, NULL), 0);
+}
+
+/* Run as tests that must end by the signal (tcase_add_test_raise_signal). */
+START_TEST(test_term_in_getinfo)
+{
+	set_default(SIGTERM);
+	query(SIGTERM);
+}
+END_TEST
+
+START_TEST(test_int_in_getinfo)
+{
+	set_default(SIGINT);
+	query(SIGINT);
+}
+END_TEST
+
+START_TEST(test_hup_in_getinfo)
+{
+	set_default(SIGHUP);
+	query(SIGHUP);
+}
+END_TEST
+
+static volatile sig_atomic_t app_hits;
+
+static void app_handler(int sig)
+{
+	(void)sig;
+	app_hits++;
+}
+
+START_TEST(test_app_handler_kept)
+{
+	struct sigaction sa, now;
+	sigset_t mask;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = app_handler;
+	ck_assert_int_eq(sigaction(SIGTERM, &sa, NULL), 0);
+	query(SIGTERM);
+	/* Delivered as the guard unblocked it, to the application's handler. */
+	ck_assert_int_eq(app_hits, 1);
+	ck_assert_int_eq(sigaction(SIGTERM, NULL, &now), 0);
+	ck_assert_ptr_eq((void *)now.sa_handler, (void *)app_handler);
+	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, NULL, &mask), 0);
+	ck_assert(!sigismember(&mask, SIGTERM));
+}
+END_TEST
+
+START_TEST(test_ignored_kept)
+{
+	struct sigaction sa, now;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	ck_assert_int_eq(sigaction(SIGHUP, &sa, NULL), 0);
+	query(SIGHUP);
+	ck_assert_int_eq(sigaction(SIGHUP, NULL, &now), 0);
+	ck_assert_ptr_eq((void *)now.sa_handler, (void *)SIG_IGN);
+}
+END_TEST
+
+/*
+ * A nest restores at its outermost leave only, and leaves the mask the
+ * thread had (here with SIGUSR1 blocked by the application).
+ */
+START_TEST(test_nest_and_mask)
+{
+	struct psc_sig_guard outer, inner;
+	struct sigaction sa, now;
+	sigset_t app, mask;
+
+	set_default(SIGINT);
+	sigemptyset(&app);
+	sigaddset(&app, SIGUSR1);
+	ck_assert_int_eq(pthread_sigmask(SIG_SETMASK, &app, NULL), 0);
+	psc_sig_guard_enter(&outer);
+	psc_sig_guard_enter(&inner);
+	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, NULL, &mask), 0);
+	ck_assert(sigismember(&mask, SIGTERM) && sigismember(&mask, SIGINT) &&
+		  sigismember(&mask, SIGHUP));
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = provider_handler;
+	sigaction(SIGINT, &sa, NULL);
+	psc_sig_guard_leave(&inner);
+	sigaction(SIGINT, NULL, &now);
+	ck_assert_ptr_eq((void *)now.sa_handler, (void *)provider_handler);
+	psc_sig_guard_leave(&outer);
+	sigaction(SIGINT, NULL, &now);
+	ck_assert_ptr_eq((void *)now.sa_handler, (void *)SIG_DFL);
+	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, NULL, &mask), 0);
+	ck_assert(sigismember(&mask, SIGUSR1) && !sigismember(&mask, SIGTERM));
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("sig");
+	TCase *tc = tcase_create("guard");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_test_raise_signal(tc, test_term_in_getinfo, SIGTERM);
+	tcase_add_test_raise_signal(tc, test_int_in_getinfo, SIGINT);
+	tcase_add_test_raise_signal(tc, test_hup_in_getinfo, SIGHUP);
+	tcase_add_test(tc, test_app_handler_kept);
+	tcase_add_test(tc, test_ignored_kept);
+	tcase_add_test(tc, test_nest_and_mask);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	/* Each test changes its process's signals: one fork each. */
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
