@@ -351,6 +351,9 @@ static int client_join(struct psc_store *s, const struct sockaddr_storage *ra,
 		 */
 		if (rc != -EAGAIN && rc != -ECONNRESET && rc != -EPIPE)
 			return rc;
+		psc_log(PSC_LOG_DEBUG, s->rank, "rendezvous at %s: %s; "
+			"joining again", t->root, rc == -EAGAIN
+			? "busy with another communicator" : strerror(-rc));
 		close(t->fd);
 		t->fd = -1;
 		usleep(1000u << (attempt < 8 ? attempt : 8));

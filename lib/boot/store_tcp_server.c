@@ -9,7 +9,9 @@
  * naming it, so that every waiting rank gets an error instead of
  * hanging. One that leaves before publishing frees its place for the
  * rank to come back. The server ends once every rank said goodbye, or
- * at the deadline, naming the ranks that never came.
+ * at the deadline, naming the ranks that never came. An aborted
+ * rendezvous outlives rank 0's own failure for a while, to tell the
+ * ranks that have not heard why (ABORT_LINGER_S).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +25,14 @@
 #include "util/log.h"
 #include "util/param.h"
 #include "util/util.h"
+
+/*
+ * Seconds an aborted rendezvous goes on serving, once rank 0 has failed,
+ * for the ranks that have not heard why: one still starting would
+ * otherwise find no root and retry until its PS_COMM_TIMEOUT. It ends
+ * sooner once every rank has heard, and never after the deadline.
+ */
+#define ABORT_LINGER_S 10.0
 
 struct kv {
 	struct kv *next;
@@ -48,6 +58,7 @@ struct conn {
 struct rank_slot {
 	struct conn *conn;   /* the admitted connection, or NULL */
 	bool published;	     /* ever: it joined */
+	bool told;	     /* it heard why the rendezvous aborted */
 };
 
 struct psc_store_tcp_server {
@@ -60,6 +71,9 @@ struct psc_store_tcp_server {
 	struct kv *kvs;
 	int byes;
 	char abort_reason[256];
+	double linger_until; /* once aborted: serve late ranks until then */
+	bool aborted;	     /* abort_reason is set (atomic: unserve reads it) */
+	bool closing;	     /* atomic: rank 0 is done, the server may end */
 };
 
 static struct kv *kv_find(struct psc_store_tcp_server *sv, const char *key)
@@ -101,6 +115,17 @@ static void server_error(struct psc_store_tcp_server *sv, struct conn *c, int32_
 	server_reply(sv, c, PSC_WIRE_ERROR, kind, msg, (uint32_t)strlen(msg));
 }
 
+/*
+ * Tell c, which claims a place in this job, why the rendezvous aborted;
+ * its rank has heard it if c is still open after.
+ */
+static void tell_abort(struct psc_store_tcp_server *sv, struct conn *c)
+{
+	server_error(sv, c, REPLY_PLAIN, sv->abort_reason);
+	if (psc_lsn_open_p(c->lc))
+		sv->ranks[c->rank].told = true;
+}
+
 /* Fail every waiting client once the rendezvous is aborted. */
 static void server_abort(struct psc_store_tcp_server *sv, const char *reason)
 {
@@ -108,15 +133,34 @@ static void server_abort(struct psc_store_tcp_server *sv, const char *reason)
 		return;
 	snprintf(sv->abort_reason, sizeof(sv->abort_reason), "%s", reason);
 	psc_log(PSC_LOG_ERROR, 0, "rendezvous aborted: %s", reason);
+	sv->linger_until = PSC_MIN(psc_now() + ABORT_LINGER_S, sv->deadline);
+	__atomic_store_n(&sv->aborted, true, __ATOMIC_RELEASE);
 	for (int r = 0; r < sv->size; r++) {
 		struct conn *c = sv->ranks[r].conn;
 
 		if (c && c->waiting) {
 			free(c->waiting);
 			c->waiting = NULL;
-			server_error(sv, c, REPLY_PLAIN, reason);
+			tell_abort(sv, c);
 		}
 	}
+}
+
+/*
+ * Whether every rank but rank 0 (which is done) has heard why the
+ * rendezvous aborted, or is past hearing it: a joined rank whose
+ * connection closed died, or heard. One that left before it published
+ * may still come back.
+ */
+static bool all_told(const struct psc_store_tcp_server *sv)
+{
+	for (int r = 1; r < sv->size; r++) {
+		const struct rank_slot *s = &sv->ranks[r];
+
+		if (!s->told && !(s->published && !s->conn))
+			return false;
+	}
+	return true;
 }
 
 /* Whether rank r ever joined: published, even if it left since. */
@@ -269,6 +313,14 @@ static int st_admit(void *arg, struct psc_lsn_conn *lc,
 						       : REPLY_PLAIN, why);
 		return -EBADE;
 	}
+	if (sv->abort_reason[0]) {
+		/* Too late to join: it hears why instead, and goes. */
+		psc_log(PSC_LOG_INFO, 0, "rendezvous: rank %d (from %s) came "
+			"after the abort; telling it why", c->rank,
+			psc_lsn_peer(lc));
+		tell_abort(sv, c);
+		return -ECONNABORTED;
+	}
 	c->admitted = true;
 	sv->ranks[c->rank].conn = c;
 	server_reply(sv, c, PSC_WIRE_OK, REPLY_PLAIN, NULL, 0);
@@ -365,7 +417,7 @@ static int st_frame(void *arg, struct psc_lsn_conn *lc,
 		return 0;
 	}
 	if (sv->abort_reason[0]) {
-		server_error(sv, c, REPLY_PLAIN, sv->abort_reason);
+		tell_abort(sv, c);
 		return 0;
 	}
 	switch (f->type) {
@@ -417,12 +469,19 @@ static void missing_abort(struct psc_store_tcp_server *sv)
 	server_abort(sv, why);
 }
 
-/* ops.on_tick: the server ends once every rank said goodbye. */
+/*
+ * ops.on_tick: the server ends once every rank said goodbye, or, aborted
+ * and with rank 0 done, once every rank heard why or the linger is over.
+ */
 static bool st_tick(void *arg, double now)
 {
 	struct psc_store_tcp_server *sv = arg;
 
 	if (sv->byes >= sv->size)
+		return true;
+	if (sv->abort_reason[0] &&
+	    __atomic_load_n(&sv->closing, __ATOMIC_ACQUIRE) &&
+	    (now >= sv->linger_until || all_told(sv)))
 		return true;
 	if (now < sv->deadline)
 		return false;
@@ -518,6 +577,15 @@ int psc_store_tcp_serve(struct psc_store *s, struct sockaddr_storage *addr,
 void psc_store_tcp_unserve(struct psc_store_tcp_server *sv, bool wait_for_byes)
 {
 	if (wait_for_byes) {
+		psc_lsn_wait(sv->lsn);
+	} else if (__atomic_load_n(&sv->aborted, __ATOMIC_ACQUIRE)) {
+		/*
+		 * A rank may still be starting, or be between connect and
+		 * proof: stopping now would leave it retrying a root that is
+		 * gone until its PS_COMM_TIMEOUT. The server tells it why,
+		 * then ends by itself (st_tick).
+		 */
+		__atomic_store_n(&sv->closing, true, __ATOMIC_RELEASE);
 		psc_lsn_wait(sv->lsn);
 	} else {
 		psc_lsn_stop(sv->lsn);

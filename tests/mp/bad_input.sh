@@ -57,6 +57,12 @@ now_ms() {
 	echo $(($(date +%s%N) / 1000000))
 }
 
+# wait_says NAME FILE-SUFFIX STRING: wait up to 10 s for the output of a
+# running process to contain STRING.
+wait_says() {
+	wait_until 10 grep -qF -- "$3" "$tmp/$1.$2"
+}
+
 # spawn NAME VAR=VALUE... PROG ARGS...: start PROG in the background under
 # timeout with exactly these variables added; output in $tmp/NAME.out and
 # $tmp/NAME.err.
@@ -223,6 +229,27 @@ for r in 0 1; do
 		within ed$r 15000
 	check "e: rank 2 _exit: rank $r says it died during bootstrap" \
 		says_re ed$r err "rank 2 .*died during bootstrap"
+done
+
+# Rank 1 comes only once rank 0 has given up on the dead rank 2: it must
+# hear why from rank 0, not wait PS_COMM_TIMEOUT for a root that is gone.
+free_port
+env_e="$COMMON PS_COMM_TIMEOUT=60 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=3"
+spawn el0 $env_e PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn elp $env_e PS_COMM_RANK=2 "$PROBE" hello-and-die
+finish elp
+wait_says el0 err "rendezvous aborted"
+spawn el1 $env_e PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish el0
+finish el1
+d="e: rank 1 after rank 0 gave up on rank 2"
+check "$d: probe exits 9" status_is elp 9
+for r in 0 1; do
+	check "$d: rank $r fails" failed_with el$r
+	check "$d: rank $r fails fast (< 15 s, TIMEOUT 60)" within el$r 15000
+	check "$d: rank $r says it died during bootstrap" \
+		says_re el$r err "rank 2 .*died during bootstrap"
 done
 
 # --- f: settings that must agree ----------------------------------------------
