@@ -4,7 +4,10 @@
 # whatever moment it arrives: while libfabric loads and queries its
 # providers (fi_getinfo), opens the chosen one, or the rank waits in the
 # rendezvous. Each run starts rank 0 of a 2-rank job whose rank 1 never
-# comes (a file store), waits for it to reach main (tests/mp/init_probe
+# comes (a file store), with the three signals at their default action
+# whatever this script inherited (nohup ignores SIGHUP, and a background
+# job of sh ignores SIGINT: pscomm keeps an ignored signal ignored), waits
+# for it to reach main (tests/mp/init_probe
 # prints "ready"), then sends the signal after a random 0-500 ms. A provider library's
 # handler (libinfinipath's, which Debian's libfabric loads for psm) would
 # make it exit with status 1, or hang it for ever in libfabric's
@@ -56,6 +59,7 @@ one() {
 	: >"$tmp/out"
 	PS_COMM_SIZE=2 PS_COMM_RANK=0 PS_COMM_BOOTSTRAP=file:$tmp/store$n \
 		PS_COMM_JOB_KEY=init-signal PS_COMM_TIMEOUT=60 \
+		env --default-signal=HUP,INT,TERM \
 		"$PROBE" >"$tmp/out" 2>"$tmp/err" &
 	pid=$!
 	i=0
