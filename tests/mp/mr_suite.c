@@ -13,14 +13,11 @@
  * is the caller's question).
  */
 #include <stdarg.h>
-#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <malloc.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "ps_comm.h"
 #include "suite.h"
@@ -220,56 +217,6 @@ static void test_remap(void)
 	ok(t);
 }
 
-/*
- * The same through glibc itself: blocks at the top of the heap, freed,
- * go back to the kernel by shrinking the heap (sbrk), and the next
- * malloc grows it again over fresh pages at the same address. Set so
- * that 1 MiB blocks come from the heap and any free trims it. Rounds
- * where malloc did not return the same addresses still exchange and
- * check, but only rounds at the same addresses test a stale
- * registration: at least one is required. Runs last (the malloc
- * settings stay).
- */
-static void test_trim(void)
-{
-	const char *t = "heap trimmed and grown again under the buffers";
-	const size_t n = (size_t)1 << 20;
-	unsigned char *s, *r, *s0, *r0;
-	int same = 0;
-
-	if (!mallopt(M_MMAP_THRESHOLD, 64 << 20) ||
-	    !mallopt(M_TRIM_THRESHOLD, 64 << 10)) {
-		fail(t, "mallopt refused");
-		return;
-	}
-	s0 = s = malloc(n);
-	r0 = r = malloc(n);
-	for (int i = 0; i < 6 && s && r; i++) {
-		char *top;
-		bool shrank;
-
-		ring(t, s, r, n, 60 + (size_t)i);
-		top = sbrk(0);
-		free(r);
-		free(s);
-		shrank = (char *)sbrk(0) < top;
-		s = malloc(n);
-		r = malloc(n);
-		/* A test only when the heap gave pages back and regrew. */
-		same += shrank && s == s0 && r == r0;
-	}
-	if (s && r)
-		ring(t, s, r, n, 70);
-	else
-		fail(t, "out of memory");
-	if (!same)
-		fail(t, "the heap never shrank and grew back under the "
-		     "buffers: nothing tested");
-	free(r);
-	free(s);
-	ok(t);
-}
-
 /* Many small regions registered at once, used, then deregistered. */
 static void test_many(void)
 {
@@ -364,7 +311,6 @@ int main(void)
 	test_realloc();
 	test_remap();
 	test_many();
-	test_trim();
 	rc = ps_comm_finalize(comm);
 	if (rc)
 		fail("finalize", "%s", ps_comm_strerror(rc));
