@@ -576,12 +576,24 @@ static int arm_recv_chunk(struct ps_comm_request *r,
 	return 0;
 }
 
+/*
+ * Chunk receive k is done with its chunk: receive the next one in its
+ * place, or end (chunk_goes_on's 0 or error). Lock held.
+ */
+static int chunk_recv_next(struct ps_comm_request *k)
+{
+	int go = chunk_goes_on(k), rc;
+
+	if (go != 1)
+		return go;
+	rc = arm_recv_chunk(k->parent, k);
+	return rc ? rc : chunk_repost(k);
+}
+
 /* A chunk arrived: receive the next one in its place. Lock held. */
 static int chunk_recv_complete(struct ps_comm_request *k,
 			       const struct fi_cq_tagged_entry *ev)
 {
-	int rc, go;
-
 	/* What the progress engine does for a plain receive. */
 	k->status.len = ev->len;
 	if (k->owns_buf && k->user_len)
@@ -590,27 +602,17 @@ static int chunk_recv_complete(struct ps_comm_request *k,
 	    (ev->flags & FI_REMOTE_CQ_DATA) &&
 	    (uint32_t)ev->data != (uint32_t)ev->len && !k->expect_trunc)
 		return -FI_ETRUNC;
-	go = chunk_goes_on(k);
-	if (go != 1)
-		return go;
-	rc = arm_recv_chunk(k->parent, k);
-	return rc ? rc : chunk_repost(k);
+	return chunk_recv_next(k);
 }
 
 /* A chunk past the buffer's end was truncated, as expected. Lock held. */
 static int chunk_recv_truncated(struct ps_comm_request *k, uint64_t tag)
 {
-	int rc, go;
-
 	(void)tag;
 	k->status.len = k->len;
 	if (!k->expect_trunc)
 		return -FI_ETRUNC;
-	go = chunk_goes_on(k);
-	if (go != 1)
-		return go;
-	rc = arm_recv_chunk(k->parent, k);
-	return rc ? rc : chunk_repost(k);
+	return chunk_recv_next(k);
 }
 
 static const struct psc_req_ops chunk_recv_ops = {
