@@ -322,8 +322,11 @@ case_hier() {
 }
 
 case_mr() {
-	local info=$RIG_DIR/mr-info.out
+	local info
 	job "memory registration suite" 600 "1 1" "$B/tests/mp/mr_suite"
+	# Named only now: a job on a wire that died boots a new pair, with a
+	# new RIG_DIR.
+	info=$RIG_DIR/mr-info.out
 	# The provider pscomm judged usable asks for local registration:
 	# ps_comm_info's report (the library's own verdict) says so.
 	rig_run 0 180 "FI_PROVIDER='verbs;ofi_rxm' $B/tools/ps_comm_info" \
