@@ -340,8 +340,10 @@ static int coll_start(struct ps_comm *c, enum coll_kind kind,
 		algo = pick_algo(c, kind, a, bytes);
 		if (algo < 0)
 			return PS_COMM_ERR_CONFIG;
-		if (algo == colls[kind].nalgos - 1)
+		if (algo == colls[kind].nalgos - 1) {
 			hier_steps(c, kind, a, bytes);
+			psc_comm_count_hier(c);
+		}
 	}
 	s = psc_sched_new(c, tag, a->dtype, a->op);
 	if (!s)

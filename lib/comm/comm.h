@@ -35,6 +35,8 @@ struct ps_comm {
 	int local_size;
 	struct psc_params params;
 	uint32_t coll_seq;     /* collectives started on this communicator */
+	uint32_t hier_runs;    /* of them, run by the hierarchical algorithms
+				  (atomic; the test suites read it) */
 	double op_timeout;     /* seconds, 0 = none */
 	char provider[64];
 	char last_error[1024];

@@ -42,6 +42,11 @@ uint32_t psc_comm_next_seq(struct ps_comm *c)
 	return __atomic_fetch_add(&c->coll_seq, 1, __ATOMIC_RELAXED);
 }
 
+void psc_comm_count_hier(struct ps_comm *c)
+{
+	__atomic_fetch_add(&c->hier_runs, 1, __ATOMIC_RELAXED);
+}
+
 int psc_comm_await(struct ps_comm *c, ps_comm_request_t *req,
 		   ps_comm_status_t *status, double deadline, const char *what)
 {

@@ -40,6 +40,9 @@ const int *psc_comm_nodes(const struct ps_comm *c, int *nnodes,
 /* The sequence number of a new collective on c (any thread). */
 uint32_t psc_comm_next_seq(struct ps_comm *c);
 
+/* Count a collective on c that runs hierarchically (any thread). */
+void psc_comm_count_hier(struct ps_comm *c);
+
 /* Record a diagnostic on comm (lock not required). */
 void psc_comm_set_error(struct ps_comm *c, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -498,7 +498,7 @@ bool psc_shmring_sleep(struct psc_ep *ep, double secs)
 	if (g && g->nrx > n && secs > UNWATCHED_SLEEP)
 		secs = UNWATCHED_SLEEP;
 	pthread_mutex_unlock(ep->lock);
-	/* The first ring that wakes this endpoint says so (p2p.sh). */
+	/* The first ring that wakes this endpoint says so (check_shmring). */
 	if (n && !ready && bells_wait(b, n, secs) &&
 	    !__atomic_exchange_n(&g->bell_heard, true, __ATOMIC_RELAXED))
 		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "shm: a message ring's "

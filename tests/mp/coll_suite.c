@@ -20,6 +20,10 @@
  *   --algo A    every collective with algorithm A only (hier, auto...),
  *               sub-communicators included; with --det, A must give the
  *               rank-order fold's bits too
+ *   --expect-hier yes|no
+ *               whether the hierarchical algorithms must have run on the
+ *               world communicator (at least once, or never): what auto
+ *               chooses for the node layout
  * Exits 0 on success, 1 on failure (a provider that fails to open
  * included: whether it exists is the caller's question).
  */
@@ -39,6 +43,7 @@
 
 static int quick;
 static const char *only_algo; /* --algo */
+static const char *expect_hier; /* --expect-hier yes|no, or NULL */
 static ps_comm_t comm;
 static uint64_t result_hash = 1469598103934665603ULL;
 
@@ -1005,6 +1010,24 @@ static void test_deterministic(void)
 	check_identical("deterministic");
 }
 
+/*
+ * --expect-hier: the world communicator's count of collectives that ran
+ * hierarchically (what the dispatcher chose, not what a log says).
+ */
+static void check_hier_runs(void)
+{
+	unsigned runs = __atomic_load_n(&((struct ps_comm *)comm)->hier_runs,
+					__ATOMIC_RELAXED);
+	bool want = !strcmp(expect_hier, "yes");
+
+	if (want ? runs == 0 : runs != 0)
+		fail("hierarchical collectives", "%u ran hierarchically, "
+		     "expected %s", runs, want ? "some" : "none");
+	else
+		printf("ok - rank %d: %u collectives ran hierarchically "
+		       "(expected %s)\n", rank, runs, want ? "some" : "none");
+}
+
 /* begin: say which group of tests this rank enters, at once (a rank
  * that hangs shows where). */
 static void begin(const char *what)
@@ -1024,6 +1047,8 @@ int main(int argc, char **argv)
 		mismatch |= !strcmp(argv[i], "--mismatch");
 		if (!strcmp(argv[i], "--algo") && i + 1 < argc)
 			only_algo = argv[++i];
+		if (!strcmp(argv[i], "--expect-hier") && i + 1 < argc)
+			expect_hier = argv[++i];
 	}
 	/* Whether the provider exists was decided before (run_ranks). */
 	rc = ps_comm_init(&comm, NULL);
@@ -1066,6 +1091,8 @@ int main(int argc, char **argv)
 		test_split();
 		check_identical("all");
 	}
+	if (expect_hier)
+		check_hier_runs();
 	rc = ps_comm_finalize(comm);
 	if (rc && !mismatch)
 		fail("finalize", "%s", ps_comm_strerror(rc));

@@ -692,8 +692,9 @@ static void test_poll(void)
 
 /*
  * A receiver left idle long enough to sleep must be woken by each
- * message (on shm through its rings' bells; p2p.sh checks that the bell
- * woke both ranks): ranks 0 and 1 take turns to pause, then send.
+ * message (on shm through its rings' bells, which check_shmring tests
+ * from the rings' own counters): ranks 0 and 1 take turns to pause, then
+ * send.
  */
 static void test_idle_wake(void)
 {

@@ -4,10 +4,13 @@
  * --twice: a second world in the same process, both alive at once, as
  * the p2p suite makes them),
  * checks with an allreduce of the ranks that the communicator carries
- * data, and prints on stdout, one line per communicator:
+ * data, and prints on stdout, for each communicator:
  *
  *   rank R provider P
+ *   rank R waits by W
  *
+ * W being how its endpoint waits for completions (PS_COMM_WAIT, read
+ * from the endpoint itself): "poll", "fd", "sread" or "wait set".
  * or, when ps_comm_init fails, "rank R init error CODE" (CODE the
  * negative PS_COMM_ERR_* value) with R from PS_COMM_RANK.
  *
@@ -19,7 +22,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "comm/comm.h"
+#include "core/ep_int.h"
 #include "ps_comm.h"
+
+/* How c's endpoint waits, as it was opened. */
+static const char *wait_of(ps_comm_t c)
+{
+	const struct psc_fab *f = &((struct ps_comm *)c)->ch.ep->fab;
+
+	if (f->wait_set)
+		return "wait set";
+	return f->wait_mode == PSC_WAIT_FD	  ? "fd"
+	       : f->wait_mode == PSC_WAIT_SREAD ? "sread"
+					       : "poll";
+}
 
 /* Initialise a world into *c and print its provider: 0, or 3. */
 static int open_world(ps_comm_t *c)
@@ -34,7 +51,8 @@ static int open_world(ps_comm_t *c)
 	}
 	ps_comm_rank(*c, &rank);
 	ps_comm_provider_name(*c, &prov);
-	printf("rank %d provider %s\n", rank, prov);
+	printf("rank %d provider %s\nrank %d waits by %s\n", rank, prov, rank,
+	       wait_of(*c));
 	fflush(stdout);
 	return 0;
 }
