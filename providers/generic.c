@@ -165,8 +165,7 @@ const char *const psc_rxm_agree_env[] = {
 	NULL,
 };
 
-/* A size_t variable of rxm's, or def when unset or not a number. */
-static size_t rxm_env_size(const char *name, size_t def)
+size_t psc_rxm_env_size(const char *name, size_t def)
 {
 	const char *v = getenv(name);
 	char *end;
@@ -214,9 +213,9 @@ void psc_rxm_explain_open_error(const struct fi_info *info, bool srx_default,
 	    strcmp(step, "fi_enable") != 0 ||
 	    (err != -FI_EINVAL && err != -FI_ENOMEM))
 		return;
-	tx = rxm_env_size("FI_OFI_RXM_MSG_TX_SIZE", RXM_MSG_RXTX_SIZE);
-	rx = rxm_env_size("FI_OFI_RXM_MSG_RX_SIZE",
-			  srx ? RXM_MSG_SRX_SIZE : RXM_MSG_RXTX_SIZE);
+	tx = psc_rxm_env_size("FI_OFI_RXM_MSG_TX_SIZE", RXM_MSG_RXTX_SIZE);
+	rx = psc_rxm_env_size("FI_OFI_RXM_MSG_RX_SIZE",
+			      srx ? RXM_MSG_SRX_SIZE : RXM_MSG_RXTX_SIZE);
 	/* A shared receive context is counted once, not per connection. */
 	per_peer = tx + (srx ? 0 : rx);
 	fixed = srx ? rx : 0;

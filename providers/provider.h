@@ -309,6 +309,12 @@ unsigned psc_tag_bits_from_format(uint64_t fmt);
 extern const char *const psc_rxm_agree_env[];
 
 /*
+ * One of rxm's size variables (FI_OFI_RXM_*) as rxm reads it (decimal,
+ * 0x hex or 0 octal), or def when unset, empty, 0 or not a number.
+ */
+size_t psc_rxm_env_size(const char *name, size_t def);
+
+/*
  * explain_open_error for families layered under ofi_rxm: rxm opens the
  * completion queue of its connections at fi_enable, sized by
  * FI_UNIVERSE_SIZE, and a device may refuse one that large (soft-RoCE

@@ -56,16 +56,7 @@ static const struct psc_tunable verbs_tunables[] = {
 /* rxm's eager limit as rxm reads it: FI_OFI_RXM_BUFFER_SIZE or 16 KiB. */
 static unsigned long long verbs_rxm_buffer(void)
 {
-	const char *v = getenv("FI_OFI_RXM_BUFFER_SIZE");
-	unsigned long long b = 16384;
-	char *end;
-
-	if (v && *v) {
-		b = strtoull(v, &end, 10);
-		if (*end || b == 0)
-			b = 16384;
-	}
-	return b;
+	return psc_rxm_env_size("FI_OFI_RXM_BUFFER_SIZE", 16384);
 }
 
 /*

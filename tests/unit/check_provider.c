@@ -263,8 +263,8 @@ END_TEST
 /*
  * verbs asks for FI_OFI_RXM_SAR_LIMIT at rxm's eager limit (segmentation
  * off: rxm_close_conn loops for ever on a half-received segmented
- * message), following FI_OFI_RXM_BUFFER_SIZE; the other families ask for
- * nothing.
+ * message), following FI_OFI_RXM_BUFFER_SIZE as rxm reads it; the other
+ * families ask for nothing.
  */
 START_TEST(test_verbs_env_default)
 {
@@ -282,6 +282,13 @@ START_TEST(test_verbs_env_default)
 	setenv("FI_OFI_RXM_BUFFER_SIZE", "65536", 1);
 	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
 	ck_assert_str_eq(value, "65536");
+	/* Read as libfabric reads sizes (strtol base 0): hex and octal. */
+	setenv("FI_OFI_RXM_BUFFER_SIZE", "0x10000", 1);
+	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
+	ck_assert_str_eq(value, "65536");
+	setenv("FI_OFI_RXM_BUFFER_SIZE", "040000", 1);
+	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
+	ck_assert_str_eq(value, "16384");
 	unsetenv("FI_OFI_RXM_BUFFER_SIZE");
 	ck_assert_ptr_null(psc_provider_lookup("tcp;ofi_rxm")->env_default);
 	ck_assert_ptr_null(psc_provider_lookup("shm")->env_default);
