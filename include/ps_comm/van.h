@@ -170,7 +170,12 @@ PS_COMM_API void ps_comm_van_msg_release(ps_comm_van_msg_t *msg);
  */
 PS_COMM_API int ps_comm_van_stop(ps_comm_van_t van);
 
-/* Stop if needed and free the van. NULL is ignored. */
+/*
+ * Stop if needed and free the van. NULL is ignored. A destroyed handle
+ * is refused by every van call with PS_COMM_ERR_ARG ("" from
+ * ps_comm_van_provider, nothing from destroy) as far as the freed memory
+ * still holds its cleared magic word: best effort, as for communicators.
+ */
 PS_COMM_API void ps_comm_van_destroy(ps_comm_van_t van);
 
 /* The libfabric provider in use ("" before bind). */

@@ -120,8 +120,8 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	char err[512];
 	int rc;
 
-	if (!v || node_id < 0 || !host || port <= 0 || port > 65535 ||
-	    !v->bound)
+	if (!psc_van_ok(v) || node_id < 0 || !host || port <= 0 ||
+	    port > 65535 || !v->bound)
 		return PS_COMM_ERR_ARG;
 	rc = psc_van_fetch(host, port, &v->key, v->comm.provider,
 			   psc_now() + v->comm.params.timeout, &slot, name,

@@ -479,7 +479,7 @@ int ps_comm_van_recv(ps_comm_van_t v, ps_comm_van_msg_t *msg)
 {
 	int rc;
 
-	if (!v || !msg)
+	if (!psc_van_ok(v) || !msg)
 		return PS_COMM_ERR_ARG;
 	memset(msg, 0, sizeof(*msg));
 	msg->sender = PS_COMM_VAN_NO_ID;

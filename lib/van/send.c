@@ -198,8 +198,9 @@ int ps_comm_van_send(ps_comm_van_t v, int node_id, const void *meta,
 	size_t flen;
 	int rc;
 
-	if (!v || !v->bound || (!meta && meta_len) || (!segs && nseg) ||
-	    nseg > PSC_VAN_MAX_SEGS || meta_len > UINT32_MAX)
+	if (!psc_van_ok(v) || !v->bound || (!meta && meta_len) ||
+	    (!segs && nseg) || nseg > PSC_VAN_MAX_SEGS ||
+	    meta_len > UINT32_MAX)
 		return PS_COMM_ERR_ARG;
 	for (size_t i = 0; i < nseg; i++)
 		if ((!segs[i].data && segs[i].len) ||

@@ -85,7 +85,11 @@ struct van_batch {
 	ps_comm_request_t reqs[]; /* then in_frame's nseg bools */
 };
 
+/* "psvn": a van handle that ps_comm_van_destroy has not freed. */
+#define PSC_VAN_HANDLE_MAGIC 0x7073766eu
+
 struct ps_comm_van {
+	uint32_t magic;	      /* PSC_VAN_HANDLE_MAGIC until destroyed */
 	pthread_mutex_t lock; /* peers, pending, bound */
 	struct ps_comm comm;  /* ep, ctx 0, params; rank and peers unused */
 	bool bound;
@@ -116,6 +120,16 @@ struct ps_comm_van {
 	unsigned fail_seen;	    /* receiving thread: fail_gen looked at */
 	int in_recv;		    /* atomic: threads in ps_comm_van_recv */
 };
+
+/*
+ * Whether v is a van handle the caller may use: not NULL, and not
+ * destroyed as far as its magic word tells (best effort, as for
+ * communicators: only while the memory stays mapped).
+ */
+static inline bool psc_van_ok(const struct ps_comm_van *v)
+{
+	return v && v->magic == PSC_VAN_HANDLE_MAGIC;
+}
 
 /*
  * Receiving is pipelined: every frame that has arrived gets its piece

@@ -104,13 +104,14 @@ int ps_comm_van_create(ps_comm_van_t *out)
 	v->comm.op_timeout = v->comm.params.op_timeout;
 	v->my_id = PS_COMM_VAN_NO_ID;
 	v->next_slot = 1;
+	v->magic = PSC_VAN_HANDLE_MAGIC;
 	*out = v;
 	return 0;
 }
 
 const char *ps_comm_van_provider(ps_comm_van_t v)
 {
-	return v ? v->comm.provider : "";
+	return psc_van_ok(v) ? v->comm.provider : "";
 }
 
 struct psc_ep *psc_van_ep(ps_comm_van_t v)
@@ -120,7 +121,7 @@ struct psc_ep *psc_van_ep(ps_comm_van_t v)
 
 int ps_comm_van_set_id(ps_comm_van_t v, int node_id)
 {
-	if (!v || node_id < PS_COMM_VAN_NO_ID)
+	if (!psc_van_ok(v) || node_id < PS_COMM_VAN_NO_ID)
 		return PS_COMM_ERR_ARG;
 	__atomic_store_n(&v->my_id, node_id, __ATOMIC_RELAXED);
 	return 0;
@@ -188,8 +189,8 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	char err[1024];
 	int rc;
 
-	if (!v || !bound || port < 0 || port > 65535 || max_retry < 0 ||
-	    v->bound)
+	if (!psc_van_ok(v) || !bound || port < 0 || port > 65535 ||
+	    max_retry < 0 || v->bound)
 		return PS_COMM_ERR_ARG;
 	if (host_iface(v, host, &iface))
 		cfg.iface = &iface;
@@ -324,7 +325,7 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	struct van_batch *b;
 	int rc;
 
-	if (!v)
+	if (!psc_van_ok(v))
 		return PS_COMM_ERR_ARG;
 	if (!v->bound)
 		return 0;
@@ -380,12 +381,14 @@ int ps_comm_van_stop(ps_comm_van_t v)
 
 void ps_comm_van_destroy(ps_comm_van_t v)
 {
-	if (!v)
+	if (!psc_van_ok(v))
 		return;
 	ps_comm_van_stop(v);
 	free(v->peers);
 	free(v->senders);
 	pthread_mutex_destroy(&v->lock);
+	/* volatile, or the compiler drops a store into memory it frees. */
+	*(volatile uint32_t *)&v->magic = 0;
 	free(v);
 }
 

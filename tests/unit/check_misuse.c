@@ -4,7 +4,8 @@
  * with PS_COMM_ERR_ARG for an attribute and PS_COMM_ERR_CONFIG for a
  * variable, before anything opens, and its log names the field or the
  * variable), and handles used after ps_comm_finalize or completion
- * (PS_COMM_ERR_ARG, not a crash: the best-effort check of ps_comm.h).
+ * (PS_COMM_ERR_ARG, not a crash: the best-effort check of ps_comm.h),
+ * and van handles that are NULL or destroyed, the same way.
  * The stale-handle tests read freed memory on purpose, so they are left
  * out under AddressSanitizer, which reports that use itself.
  */
@@ -17,6 +18,7 @@
 #include <check.h>
 
 #include "ps_comm.h"
+#include "ps_comm/van.h"
 #include "util/param.h"
 #include "util/util.h"
 
@@ -149,6 +151,32 @@ END_TEST
 
 /* --------------------------------------------------------- stale handles */
 
+/* Every van call on v (NULL or destroyed) is refused, none crashes. */
+static void van_refused(ps_comm_van_t v)
+{
+	ps_comm_van_msg_t m;
+	int port = 0;
+
+	ck_assert_int_eq(ps_comm_van_set_id(v, 1), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_van_bind(v, "127.0.0.1", 0, 0, &port),
+			 PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_van_connect(v, 1, "127.0.0.1", 9),
+			 PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_van_send(v, 1, "x", 1, NULL, 0, NULL, NULL),
+			 PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_van_recv(v, &m), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_van_stop(v), PS_COMM_ERR_ARG);
+	ck_assert_str_eq(ps_comm_van_provider(v), "");
+	ps_comm_van_destroy(v);
+}
+
+START_TEST(test_van_null)
+{
+	ck_assert_int_eq(ps_comm_van_create(NULL), PS_COMM_ERR_ARG);
+	van_refused(NULL);
+}
+END_TEST
+
 #ifndef UNDER_ASAN
 /* A communicator of one rank (the environment is clean). */
 static ps_comm_t one_rank(void)
@@ -213,6 +241,18 @@ START_TEST(test_request_after_finalize)
 }
 END_TEST
 
+/* A van handle used after ps_comm_van_destroy. */
+START_TEST(test_van_after_destroy)
+{
+	ps_comm_van_t v = NULL;
+
+	ck_assert_int_eq(ps_comm_van_create(&v), 0);
+	ck_assert_int_eq(ps_comm_van_set_id(v, 1), 0);
+	ps_comm_van_destroy(v);
+	van_refused(v);
+}
+END_TEST
+
 /* A copy of a handle that completed (and was freed) is refused. */
 START_TEST(test_request_copy_after_completion)
 {
@@ -243,6 +283,7 @@ static Suite *misuse_suite(void)
 	tcase_add_loop_test(tc, test_env_refused, 0,
 			    (int)PSC_ARRAY_SIZE(env_bad));
 	tcase_add_test(tc, test_size_alone_one_rank);
+	tcase_add_test(tc, test_van_null);
 	suite_add_tcase(s, tc);
 #ifndef UNDER_ASAN
 	tc = tcase_create("stale handles");
@@ -252,6 +293,7 @@ static Suite *misuse_suite(void)
 	tcase_add_test(tc, test_calls_after_finalize);
 	tcase_add_test(tc, test_request_after_finalize);
 	tcase_add_test(tc, test_request_copy_after_completion);
+	tcase_add_test(tc, test_van_after_destroy);
 	suite_add_tcase(s, tc);
 #endif
 	return s;
