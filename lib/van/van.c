@@ -181,8 +181,7 @@ static int van_universe(void)
 int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
-	struct psc_fab_config cfg = {.params = &v->comm.params, .rank = -1,
-				     .role = PSC_ROLE_ANY};
+	struct psc_fab_config cfg = {.rank = -1, .role = PSC_ROLE_ANY};
 	struct psc_van_served what;
 	struct psc_iface iface;
 	struct psc_ep *ep;
@@ -192,6 +191,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	if (!psc_van_ok(v) || !bound || port < 0 || port > 65535 ||
 	    max_retry < 0 || v->bound)
 		return PS_COMM_ERR_ARG;
+	cfg.params = &v->comm.params;
 	if (host_iface(v, host, &iface))
 		cfg.iface = &iface;
 	cfg.poll_wait = v->poll_wait;
