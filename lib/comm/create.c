@@ -17,6 +17,7 @@
 #include "provider.h"
 #include "util/err.h"
 #include "util/log.h"
+#include "util/util.h"
 
 /*
  * The caller's attributes and PS_COMM_BOOTSTRAP, before anything opens:
@@ -783,11 +784,7 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 
 void psc_comm_free(struct ps_comm *c)
 {
-	/*
-	 * Stale handles are then refused while the memory stays mapped;
-	 * volatile, or the compiler drops a store into memory it frees.
-	 */
-	*(volatile uint32_t *)&c->magic = 0;
+	psc_magic_clear(&c->magic);
 	if (c->live)
 		psc_live_unwatch(c->live, &c->ch);
 	for (int i = 0; i < c->ch.npaths; i++) {

@@ -14,6 +14,7 @@
 #include <rdma/fi_errno.h>
 
 #include "core/ep_int.h"
+#include "util/util.h"
 
 /* Put r on ep's live list. Lock held. */
 static void live_link(struct ps_comm_request *r, struct psc_ep *ep)
@@ -83,11 +84,7 @@ void psc_req_free(struct ps_comm_request *r)
 	}
 	if (r->errmsg)
 		free(r->errmsg);
-	/*
-	 * A stale handle is then refused while the memory stays mapped;
-	 * volatile, or the compiler drops a store into memory it frees.
-	 */
-	*(volatile uint32_t *)&r->magic = 0;
+	psc_magic_clear(&r->magic);
 	free(r);
 }
 

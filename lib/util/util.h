@@ -58,6 +58,16 @@ void psc_node_id(const char *override, const char *ns, char *buf, size_t len);
 #define PSC_FNV_INIT 0xcbf29ce484222325ULL
 uint64_t psc_fnv1a(uint64_t h, const void *data, size_t len);
 
+/*
+ * Clear a handle's magic word just before its memory is freed, so that a
+ * stale copy of the handle is refused while the memory stays mapped.
+ * volatile, or the compiler drops a store into memory it frees.
+ */
+static inline void psc_magic_clear(uint32_t *magic)
+{
+	*(volatile uint32_t *)magic = 0;
+}
+
 /* Big-endian encoding of the low `bytes` bytes of v, for wire formats. */
 static inline void psc_be_put(uint8_t *p, uint64_t v, int bytes)
 {

@@ -387,8 +387,7 @@ void ps_comm_van_destroy(ps_comm_van_t v)
 	free(v->peers);
 	free(v->senders);
 	pthread_mutex_destroy(&v->lock);
-	/* volatile, or the compiler drops a store into memory it frees. */
-	*(volatile uint32_t *)&v->magic = 0;
+	psc_magic_clear(&v->magic);
 	free(v);
 }
 
