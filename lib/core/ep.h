@@ -337,6 +337,28 @@ struct psc_ep_probe {
 void psc_ep_probe(struct psc_ep *ep, struct psc_ep_probe *p);
 
 /*
+ * Watchdogs (the liveness monitor's for communicators, the van's own):
+ * one sampler per endpoint, zeroed to start. psc_ep_stuck_for samples
+ * ep (into *p) and returns for how long, by now, its lock holder has been
+ * inside the same libfabric call: 0 when none is in progress or it is
+ * another call than the last sample saw. A call that stays for a peer
+ * timeout can never come back (providers' blocking calls are given short
+ * timeouts); psc_ep_abandon then removes the endpoint's files, which
+ * nothing else will, and ends the process with status (the caller has
+ * said why).
+ */
+struct psc_ep_stuck {
+	struct psc_ep_probe last;
+	double since;
+};
+double psc_ep_stuck_for(struct psc_ep *ep, struct psc_ep_stuck *s, double now,
+			struct psc_ep_probe *p);
+__attribute__((noreturn)) void psc_ep_abandon(struct psc_ep *ep, int status);
+
+/* The status of a process a watchdog ended (psc_ep_abandon). */
+#define PSC_EP_STUCK_EXIT 75
+
+/*
  * User registrations (ps_comm_mem_register) on ep's MR cache. Take the
  * lock. Return 0 or an internal code (-ENOENT: not a handle of ep).
  */

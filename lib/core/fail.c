@@ -10,8 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/ep_int.h"
+#include "provider.h"
 
 struct psc_owner_fail {
 	const void *owner;
@@ -134,4 +136,31 @@ void psc_ep_probe(struct psc_ep *ep, struct psc_ep_probe *p)
 	p->seq = __atomic_load_n(&ep->prov_seq, __ATOMIC_ACQUIRE);
 	p->call = __atomic_load_n(&ep->prov_call, __ATOMIC_RELAXED);
 	p->addr = __atomic_load_n(&ep->prov_addr, __ATOMIC_RELAXED);
+}
+
+double psc_ep_stuck_for(struct psc_ep *ep, struct psc_ep_stuck *s, double now,
+			struct psc_ep_probe *p)
+{
+	psc_ep_probe(ep, p);
+	if (!(p->seq & 1) || p->seq != s->last.seq) {
+		s->last = *p;
+		s->since = now;
+		return 0;
+	}
+	return now - s->since;
+}
+
+void psc_ep_abandon(struct psc_ep *ep, int status)
+{
+	const struct psc_provider_ops *prov =
+		psc_provider_lookup(psc_ep_provider(ep));
+
+	/* The endpoint will never be closed: its files go now. */
+	if (prov->remove_regions) {
+		size_t len;
+		const void *name = psc_ep_name(ep, &len);
+
+		prov->remove_regions(name, len, 0);
+	}
+	_exit(status);
 }

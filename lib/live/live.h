@@ -31,7 +31,7 @@
 #include "net/net.h"
 
 /* Exit status of a process ended by the watchdog. */
-#define PSC_LIVE_EXIT 75
+#define PSC_LIVE_EXIT PSC_EP_STUCK_EXIT
 
 struct psc_live;
 

@@ -19,7 +19,6 @@
 
 #include "live/live_int.h"
 #include "net/auth.h"
-#include "provider.h"
 #include "util/log.h"
 #include "util/param.h"
 #include "util/util.h"
@@ -76,7 +75,6 @@ static void fatal(struct psc_live *l, const struct watch *w,
 		  const struct psc_ep_probe *p, double secs)
 {
 	int r = rank_of_addr(w, p->addr);
-	const struct psc_provider_ops *prov;
 	char peer[64] = "";
 
 	if (r >= 0)
@@ -88,15 +86,7 @@ static void fatal(struct psc_live *l, const struct watch *w,
 		psc_ep_provider(w->ep), secs, ps_comm_strerror(PS_COMM_ERR_PEER),
 		death_words(l, r),
 		PSC_LIVE_EXIT);
-	/* The endpoint will never be closed: its files go now. */
-	prov = psc_provider_lookup(psc_ep_provider(w->ep));
-	if (prov->remove_regions) {
-		size_t len;
-		const void *name = psc_ep_name(w->ep, &len);
-
-		prov->remove_regions(name, len, 0);
-	}
-	_exit(PSC_LIVE_EXIT);
+	psc_ep_abandon(w->ep, PSC_LIVE_EXIT);
 }
 
 /* Sample every watched endpoint's libfabric call. Lock held. */
@@ -108,14 +98,10 @@ void psc_live_watchdog(struct psc_live *l, double now)
 
 	for (struct watch *w = l->watches; w; w = w->next) {
 		struct psc_ep_probe p;
+		double secs = psc_ep_stuck_for(w->ep, &w->stuck, now, &p);
 
-		psc_ep_probe(w->ep, &p);
-		if (!(p.seq & 1) || p.seq != w->last.seq) {
-			w->last = p;
-			w->since = now;
-		} else if (now - w->since >= limit) {
-			fatal(l, w, &p, now - w->since);
-		}
+		if (secs >= limit)
+			fatal(l, w, &p, secs);
 	}
 }
 

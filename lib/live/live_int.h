@@ -66,8 +66,7 @@ struct watch {
 	int *world;
 	fi_addr_t *addrs;
 	bool failed;
-	struct psc_ep_probe last; /* watchdog: the call seen last */
-	double since;		  /* ... first seen at */
+	struct psc_ep_stuck stuck; /* the watchdog's sampler */
 	struct watch *next;
 };
 

@@ -85,6 +85,8 @@ struct van_batch {
 	ps_comm_request_t reqs[]; /* then in_frame's nseg bools */
 };
 
+struct psc_van_watch; /* watch.c */
+
 /* "psvn": a van handle that ps_comm_van_destroy has not freed. */
 #define PSC_VAN_HANDLE_MAGIC 0x7073766eu
 
@@ -119,6 +121,7 @@ struct ps_comm_van {
 	unsigned fail_gen;	    /* atomic: failures recorded so far */
 	unsigned fail_seen;	    /* receiving thread: fail_gen looked at */
 	int in_recv;		    /* atomic: threads in ps_comm_van_recv */
+	struct psc_van_watch *watch; /* bound, unless PS_COMM_WATCHDOG=0 */
 };
 
 /*
@@ -215,6 +218,20 @@ void psc_van_probe(struct ps_comm_van *v, struct van_peer *p);
  * Peers live until stop, so they can be probed without v->lock.
  */
 void psc_van_probe_silent(struct ps_comm_van *v, bool pending);
+
+/* ------------------------------------------- watch.c: the watchdog */
+
+/*
+ * Start v's watchdog over its endpoint (bind, once the endpoint is open),
+ * unless PS_COMM_WATCHDOG=0: a thread that stays inside one libfabric call
+ * for PS_COMM_PEER_TIMEOUT (1 s once the node it is for failed) ends the
+ * process with PSC_EP_STUCK_EXIT, naming the call and the node. Returns 0,
+ * PS_COMM_ERR_NOMEM or PS_COMM_ERR_SYSTEM.
+ */
+int psc_van_watch_start(struct ps_comm_van *v);
+
+/* Stop v's watchdog, if it runs, before its endpoint goes (stop). */
+void psc_van_watch_stop(struct ps_comm_van *v);
 
 /* ------------------------------------------------- send.c: sends */
 

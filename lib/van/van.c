@@ -218,6 +218,12 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 				 (size_t)PSC_VAN_FRAME_MAX);
 	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
 		 psc_ep_provider(v->comm.ch.ep));
+	rc = psc_van_watch_start(v);
+	if (rc) {
+		psc_ep_release(v->comm.ch.ep);
+		v->comm.ch.ep = NULL;
+		return rc;
+	}
 	what.key = &v->key;
 	what.provider = v->comm.provider;
 	what.name = psc_ep_name(v->comm.ch.ep, &what.namelen);
@@ -228,6 +234,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 			   sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
+		psc_van_watch_stop(v);
 		psc_ep_release(v->comm.ch.ep);
 		v->comm.ch.ep = NULL;
 		return psc_err_from_fi(rc);
@@ -359,6 +366,7 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	 */
 	if (psc_ep_caps(v->comm.ch.ep)->stop_unclosed)
 		psc_ep_poison(v->comm.ch.ep);
+	psc_van_watch_stop(v);
 	psc_ep_release(v->comm.ch.ep);
 	v->comm.ch.ep = NULL;
 	while ((b = v->pending) != NULL) {

@@ -1410,6 +1410,100 @@ START_TEST(test_sigterm_default)
 }
 END_TEST
 
+/* -------------------------------------------------------- watchdog */
+
+/*
+ * A node whose thread will never come back from the provider: node 9
+ * connects to node 8, then its thread opens the watchdog's bracket of a
+ * send post to node 8 on its endpoint and never closes it, as a send
+ * spinning on the lock of a shm node that was stopped or killed while
+ * holding it does. With fail_it, node 8 is first known failed. Runs in
+ * a child of its own (the watchdog ends the process).
+ */
+static void stuck_node(bool fail_it, int ready)
+{
+	struct node a, b;
+	struct van_peer *p;
+	struct psc_ep *ep;
+
+	node_up(&a, 9);
+	node_up(&b, 8);
+	if (ps_comm_van_connect(a.van, 8, HOST, b.port) != 0)
+		_exit(4);
+	pthread_mutex_lock(&a.van->lock);
+	p = psc_van_peer_find(a.van, 8);
+	pthread_mutex_unlock(&a.van->lock);
+	if (!p)
+		_exit(5);
+	if (fail_it)
+		psc_van_peer_fail(a.van, p, PS_COMM_ERR_PEER, "a test");
+	ep = psc_van_ep(a.van);
+	pthread_mutex_lock(ep->lock);
+	psc_prov_enter(ep, "a send post", p->addr);
+	if (write(ready, "s", 1) != 1)
+		_exit(6);
+	for (;;)
+		pause();
+}
+
+/*
+ * Run stuck_node with PS_COMM_PEER_TIMEOUT=2 and PS_COMM_WATCHDOG=dog;
+ * return its exit status once it ends, or -1 if it still runs `wait`
+ * seconds after it got stuck (it is then killed). *took: from then to
+ * its end.
+ */
+static int run_stuck(bool fail_it, const char *dog, double wait, double *took)
+{
+	double t0;
+	int status = 0, fds[2];
+	pid_t pid, got = 0;
+	char c;
+
+	ck_assert_int_eq(pipe(fds), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(fds[0]);
+		setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
+		setenv("PS_COMM_WATCHDOG", dog, 1);
+		stuck_node(fail_it, fds[1]);
+	}
+	close(fds[1]);
+	/* Its van set up (however slowly: valgrind), it is stuck now. */
+	ck_assert_int_eq(read(fds[0], &c, 1), 1);
+	close(fds[0]);
+	t0 = psc_now();
+	while (psc_now() - t0 < wait &&
+	       (got = waitpid(pid, &status, WNOHANG)) == 0)
+		psc_backoff_sleep(0.01, 0.01, 0, false, 0);
+	*took = psc_now() - t0;
+	if (got == pid)
+		return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	return -1;
+}
+
+/*
+ * The watchdog ends a node stuck inside the provider with
+ * PSC_EP_STUCK_EXIT: after PS_COMM_PEER_TIMEOUT (2 s), never before;
+ * after 1 s when the node the call is for is known failed; and never
+ * with PS_COMM_WATCHDOG=0.
+ */
+START_TEST(test_watchdog)
+{
+	double took;
+
+	ck_assert_int_eq(run_stuck(false, "1", 20, &took), PSC_EP_STUCK_EXIT);
+	ck_assert_msg(took >= 1.9 && took < 8.0, "stuck: out after %.2f s",
+		      took);
+	ck_assert_int_eq(run_stuck(true, "1", 20, &took), PSC_EP_STUCK_EXIT);
+	ck_assert_msg(took >= 0.9 && took < 1.9,
+		      "stuck for a failed node: out after %.2f s", took);
+	ck_assert_int_eq(run_stuck(false, "0", 3, &took), -1);
+}
+END_TEST
+
 static Suite *van_suite(void)
 {
 	Suite *s = suite_create("van");
@@ -1447,6 +1541,7 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_silent_node);
 	tcase_add_test(tc, test_slow_node_lives);
 	tcase_add_test(tc, test_inflight_sender);
+	tcase_add_test(tc, test_watchdog);
 	suite_add_tcase(s, tc);
 	return s;
 }
