@@ -64,12 +64,16 @@ typedef void (*ps_comm_van_done_fn)(void *arg, int err);
 PS_COMM_API int ps_comm_van_create(ps_comm_van_t *van);
 
 /*
- * Open the fabric endpoint on the interface that holds host (NULL or ""
- * or "*": pscomm's usual interface choice) and serve its address on TCP
- * port `port`. When that port is taken, max_retry > 0 lets the van take
- * another one (from PS_COMM_PORT_RANGE, else any); max_retry 0 insists on
- * `port`. *bound receives the port served. Fails with PS_COMM_ERR_ARG if
- * the van is already bound.
+ * Open the fabric endpoint on the interface that holds host and serve
+ * its address on TCP port `port` of host's address. Nothing the van
+ * opens listens wider than host: NULL, "" or "*" mean pscomm's usual
+ * interface choice (PS_COMM_IFNAME) and its address, and only a wildcard
+ * address ("0.0.0.0", "::") listens on every address. When the port is
+ * taken, max_retry > 0 lets the van take another one (from
+ * PS_COMM_PORT_RANGE, else any); max_retry 0 insists on `port`. *bound
+ * receives the port served. Fails with PS_COMM_ERR_ARG if the van is
+ * already bound, or host does not resolve or is not one of this
+ * machine's addresses (the log names it).
  */
 PS_COMM_API int ps_comm_van_bind(ps_comm_van_t van, const char *host,
 				 int port, int max_retry, int *bound);

@@ -136,40 +136,15 @@ static const struct psc_lsn_ops van_lsn_ops = {
 	.on_frame = van_fetch,
 };
 
-/* The wildcard address of host's family, with port. */
-static int listen_addr(const char *host, int port,
-		       struct sockaddr_storage *ss, socklen_t *len)
+/* at with port. */
+static void listen_addr(const struct sockaddr_storage *at, int port,
+			struct sockaddr_storage *ss)
 {
-	struct psc_hostport hp;
-	char err[256];
-	int family = AF_INET;
-
-	memset(ss, 0, sizeof(*ss));
-	if (host && *host && strcmp(host, "*") != 0) {
-		struct sockaddr_storage h;
-		socklen_t hl;
-
-		memset(&hp, 0, sizeof(hp));
-		snprintf(hp.host, sizeof(hp.host), "%s", host);
-		if (psc_resolve(&hp, &h, &hl, err, sizeof(err)) == 0)
-			family = h.ss_family;
-	}
-	if (family == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_any;
-		a->sin6_port = htons((uint16_t)port);
-		*len = sizeof(*a);
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)ss;
-
-		a->sin_family = AF_INET;
-		a->sin_addr.s_addr = htonl(INADDR_ANY);
-		a->sin_port = htons((uint16_t)port);
-		*len = sizeof(*a);
-	}
-	return 0;
+	*ss = *at;
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)port);
 }
 
 static uint16_t port_of(const struct sockaddr_storage *ss)
@@ -179,7 +154,8 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
 			     : ((const struct sockaddr_in *)ss)->sin_port);
 }
 
-int psc_van_serve(struct psc_van_server **out, const char *host, int port,
+int psc_van_serve(struct psc_van_server **out,
+		  const struct sockaddr_storage *at, socklen_t atlen, int port,
 		  bool retry, const char *range,
 		  const struct psc_van_served *what, int *bound, char *err,
 		  size_t errlen)
@@ -192,20 +168,23 @@ int psc_van_serve(struct psc_van_server **out, const char *host, int port,
 				     .tick_s = 0.2,
 				     .log_rank = -1};
 	struct sockaddr_storage ss;
-	socklen_t sl;
+	char where[INET6_ADDRSTRLEN + 8];
 	int rc;
 
 	if (!s)
 		return -ENOMEM;
 	s->what = *what;
-	listen_addr(host, port, &ss, &sl);
-	rc = port > 0 ? psc_listen(&ss, sl, NULL) : -EADDRINUSE;
-	if (rc < 0 && (retry || port <= 0)) {
-		listen_addr(host, 0, &ss, &sl);
-		rc = psc_listen(&ss, sl, range);
+	listen_addr(at, port, &ss);
+	rc = port > 0 ? psc_listen(&ss, atlen, NULL) : -EADDRINUSE;
+	if (rc < 0 && rc != -EADDRNOTAVAIL && (retry || port <= 0)) {
+		listen_addr(at, 0, &ss);
+		rc = psc_listen(&ss, atlen, range);
 	}
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot listen on port %d: %s", port,
+		listen_addr(at, port, &ss);
+		psc_sockaddr_str((const struct sockaddr *)&ss, where,
+				 sizeof(where));
+		snprintf(err, errlen, "cannot listen on %s: %s", where,
 			 strerror(-rc));
 		free(s);
 		return rc;

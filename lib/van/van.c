@@ -14,7 +14,9 @@
  * calls the other modules make; peer.c, send.c and recv.c hold the rest
  * (state_int.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,26 +130,64 @@ int ps_comm_van_set_id(ps_comm_van_t v, int node_id)
 }
 
 /* The interface holding host, for IP providers; false: no preference. */
-static bool host_iface(const struct ps_comm_van *v, const char *host,
-		       struct psc_iface *iface)
+/* Whether ss is the wildcard address of its family. */
+static bool is_wildcard(const struct sockaddr_storage *ss)
 {
-	struct sockaddr_storage ss;
-	struct psc_hostport hp;
-	socklen_t sl;
-	char err[512];
+	if (ss->ss_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(
+			&((const struct sockaddr_in6 *)ss)->sin6_addr);
+	return ((const struct sockaddr_in *)ss)->sin_addr.s_addr ==
+	       htonl(INADDR_ANY);
+}
 
-	memset(&hp, 0, sizeof(hp));
-	if (host && *host && strcmp(host, "*") != 0 &&
-	    strlen(host) < sizeof(hp.host)) {
-		snprintf(hp.host, sizeof(hp.host), "%s", host);
-		if (psc_resolve(&hp, &ss, &sl, err, sizeof(err)) != 0)
-			return false;
-		return psc_iface_choose(v->comm.params.ifname,
-					(struct sockaddr *)&ss, AF_UNSPEC,
-					iface, err, sizeof(err)) == 0;
+/*
+ * Where a node listens (at, port 0) and the interface its endpoint takes
+ * (iface, when *have_iface). No port listens wider than asked:
+ * - host NULL, "" or "*": the interface pscomm chooses (PS_COMM_IFNAME),
+ *   and the van listens on its address only;
+ * - a wildcard address ("0.0.0.0", "::"): every address, as asked, with
+ *   the endpoint on pscomm's interface;
+ * - any other host: its address only (which must be this machine's, or
+ *   the listen fails), with the endpoint on the interface that holds it.
+ * Returns 0, or -EINVAL with err naming host, or what choosing the
+ * interface returned.
+ */
+static int van_place(const struct ps_comm_van *v, const char *host,
+		     struct psc_iface *iface, bool *have_iface,
+		     struct sockaddr_storage *at, socklen_t *atlen,
+		     char *err, size_t len)
+{
+	const char *ifname = v->comm.params.ifname;
+	struct psc_hostport hp;
+	char why[512];
+	int rc;
+
+	*have_iface = false;
+	if (!host || !*host || strcmp(host, "*") == 0) {
+		rc = psc_iface_choose(ifname, NULL, AF_UNSPEC, iface, err, len);
+		if (rc)
+			return rc;
+		*have_iface = true;
+		memcpy(at, &iface->addr, iface->addrlen);
+		*atlen = iface->addrlen;
+		return 0;
 	}
-	return psc_iface_choose(v->comm.params.ifname, NULL, AF_UNSPEC, iface,
-				err, sizeof(err)) == 0;
+	memset(&hp, 0, sizeof(hp));
+	if (strlen(host) >= sizeof(hp.host)) {
+		snprintf(err, len, "host is %zu characters long, more than "
+			 "%zu", strlen(host), sizeof(hp.host) - 1);
+		return -EINVAL;
+	}
+	snprintf(hp.host, sizeof(hp.host), "%s", host);
+	if (psc_resolve(&hp, at, atlen, why, sizeof(why)) != 0) {
+		snprintf(err, len, "host: %s", why);
+		return -EINVAL;
+	}
+	*have_iface = psc_iface_choose(ifname,
+				       is_wildcard(at) ? NULL
+						       : (struct sockaddr *)at,
+				       AF_UNSPEC, iface, why, sizeof(why)) == 0;
+	return 0;
 }
 
 /*
@@ -183,7 +223,10 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 {
 	struct psc_fab_config cfg = {.rank = -1, .role = PSC_ROLE_ANY};
 	struct psc_van_served what;
+	struct sockaddr_storage at;
 	struct psc_iface iface;
+	bool have_iface;
+	socklen_t atlen;
 	struct psc_ep *ep;
 	char err[1024];
 	int rc;
@@ -192,7 +235,14 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	    max_retry < 0 || v->bound)
 		return PS_COMM_ERR_ARG;
 	cfg.params = &v->comm.params;
-	if (host_iface(v, host, &iface))
+	rc = van_place(v, host, &iface, &have_iface, &at, &atlen, err,
+		       sizeof(err));
+	if (rc) {
+		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
+		return rc == -EINVAL ? PS_COMM_ERR_ARG
+				     : psc_err_public(rc, PSC_ERR_OPEN);
+	}
+	if (have_iface)
 		cfg.iface = &iface;
 	cfg.poll_wait = v->poll_wait;
 	cfg.universe = van_universe();
@@ -229,15 +279,20 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	what.name = psc_ep_name(v->comm.ch.ep, &what.namelen);
 	what.next_slot = &v->next_slot;
 	what.unauth_max = v->comm.params.unauth_max;
-	rc = psc_van_serve(&v->server, host, port, max_retry > 0,
+	rc = psc_van_serve(&v->server, &at, atlen, port, max_retry > 0,
 			   v->comm.params.port_range, &what, bound, err,
 			   sizeof(err));
 	if (rc) {
-		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
+		psc_log(PSC_LOG_ERROR, -1, "van: %s%s%s", err,
+			rc == -EADDRNOTAVAIL ? "; host must be one of this "
+					       "machine's addresses: "
+					     : "",
+			rc == -EADDRNOTAVAIL ? host : "");
 		psc_van_watch_stop(v);
 		psc_ep_release(v->comm.ch.ep);
 		v->comm.ch.ep = NULL;
-		return psc_err_from_fi(rc);
+		return rc == -EADDRNOTAVAIL ? PS_COMM_ERR_ARG
+					    : psc_err_from_fi(rc);
 	}
 	v->comm.ch.aborted = false;
 	v->bound = true;

@@ -137,13 +137,16 @@ struct psc_van_served {
 };
 
 /*
- * Listen on host:port (host's address family; the wildcard address) and
- * start the listener (net/listener.h) whose thread answers each fetch with a new slot and the
- * fabric address. port 0 or a taken port with retry: a port from range,
- * else any. *bound receives the port. Returns 0 or a negative errno with
- * err filled. what must outlive the server.
+ * Listen on at (an address of this machine, or the wildcard when that was
+ * asked for; its port is ignored) with port, and start the listener
+ * (net/listener.h) whose thread answers each fetch with a new slot and
+ * the fabric address. port 0, or a taken port with retry: a port from
+ * range, else any. *bound receives the port. Returns 0 or a negative
+ * errno (-EADDRNOTAVAIL: at is not this machine's) with err filled. what
+ * must outlive the server.
  */
-int psc_van_serve(struct psc_van_server **out, const char *host, int port,
+int psc_van_serve(struct psc_van_server **out,
+		  const struct sockaddr_storage *at, socklen_t atlen, int port,
 		  bool retry, const char *range,
 		  const struct psc_van_served *what, int *bound, char *err,
 		  size_t errlen);

@@ -9,7 +9,9 @@
  * 1 B and 64 MiB compared bitwise; a provider completing a segment's
  * receive twice failing the van with PS_COMM_ERR_FABRIC, its message
  * not handed out; stop then bind again; malformed
- * frames and unknown senders dropped while the van keeps working; a
+ * frames and unknown senders dropped while the van keeps working; a van
+ * listening on its host's address only (the provider's ports too), every
+ * address when asked, and a host not of this machine refused; a
  * frame naming an id that connected again since dropped; a connect to a
  * host that never answers failing after PS_COMM_TIMEOUT; a node that
  * dies reported once by the receiver, its sends failing at once, stop
@@ -308,6 +310,129 @@ START_TEST(test_bind_ports)
 	ck_assert_int_eq(ps_comm_van_create(&b.van), 0);
 	ck_assert_int_eq(ps_comm_van_bind(b.van, HOST, port, 0, &b.port), 0);
 	ck_assert_int_eq(b.port, port);
+	ps_comm_van_destroy(b.van);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/*
+ * The listening TCP sockets of this process (from /proc/self/net/tcp and
+ * tcp6, matched to its descriptors), counted by whether they are bound
+ * to the wildcard address.
+ */
+static void count_listeners(int *wild, int *total)
+{
+	const char *tables[] = {"/proc/self/net/tcp", "/proc/self/net/tcp6"};
+	char line[512], link[64], want[64];
+
+	*wild = *total = 0;
+	for (size_t t = 0; t < 2; t++) {
+		FILE *f = fopen(tables[t], "r");
+
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			char local[64], st[8];
+			unsigned long inode;
+			bool mine = false, any = true;
+
+			if (sscanf(line, " %*s %63s %*s %7s %*s %*s %*s %*s %*s "
+				   "%lu", local, st, &inode) != 3 ||
+			    strcmp(st, "0A") != 0)
+				continue;
+			snprintf(want, sizeof(want), "socket:[%lu]", inode);
+			for (int fd = 0; fd < 1024 && !mine; fd++) {
+				char path[32];
+				ssize_t n;
+
+				snprintf(path, sizeof(path), "/proc/self/fd/%d",
+					 fd);
+				n = readlink(path, link, sizeof(link) - 1);
+				if (n > 0) {
+					link[n] = '\0';
+					mine = strcmp(link, want) == 0;
+				}
+			}
+			if (!mine)
+				continue;
+			for (char *c = local; *c && *c != ':'; c++)
+				any &= *c == '0';
+			*wild += any;
+			(*total)++;
+		}
+		fclose(f);
+	}
+}
+
+/* Whether a TCP connect to ip:port is accepted. */
+static bool accepts(const char *ip, int port)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_port = htons((uint16_t)port)};
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	bool ok;
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(inet_pton(AF_INET, ip, &a.sin_addr), 1);
+	ok = connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	close(fd);
+	return ok;
+}
+
+/*
+ * No port listens wider than asked: a van bound to an address listens
+ * there only, its provider's ports included (127.0.0.2 is another
+ * address of the loopback interface); the wildcard address is taken when
+ * asked for; a host that is not this machine's, or not a host, is a bad
+ * argument.
+ */
+START_TEST(test_bind_address)
+{
+	struct node a, b;
+	ps_comm_van_msg_t m;
+	ps_comm_van_t w;
+	int wild, total, port;
+
+	node_up(&a, 1);
+	ck_assert_int_eq(ps_comm_van_create(&b.van), 0);
+	ck_assert_int_eq(ps_comm_van_bind(b.van, "127.0.0.2", 0, 1, &b.port),
+			 0);
+	ck_assert_int_eq(ps_comm_van_set_id(b.van, 8), 0);
+	/* Traffic both ways, so that the provider has opened its ports. */
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, "127.0.0.2", b.port),
+			 0);
+	ck_assert_int_eq(ps_comm_van_connect(b.van, 1, HOST, a.port), 0);
+	send_text(&a, 8, "a to b", NULL, 0);
+	expect(&b, 1, "a to b", &m);
+	ps_comm_van_msg_release(&m);
+	send_text(&b, 1, "b to a", NULL, 0);
+	expect(&a, 8, "b to a", &m);
+	ps_comm_van_msg_release(&m);
+	ck_assert(accepts(HOST, a.port));
+	ck_assert(!accepts("127.0.0.2", a.port));
+	ck_assert(accepts("127.0.0.2", b.port));
+	ck_assert(!accepts(HOST, b.port));
+	count_listeners(&wild, &total);
+	ck_assert_int_ge(total, 2);
+	ck_assert_int_eq(wild, 0);
+
+	ck_assert_int_eq(ps_comm_van_create(&w), 0);
+	ck_assert_int_eq(ps_comm_van_bind(w, "0.0.0.0", 0, 1, &port), 0);
+	ck_assert(accepts(HOST, port) && accepts("127.0.0.2", port));
+	count_listeners(&wild, &total);
+	ck_assert_int_ge(wild, 1);
+	ps_comm_van_destroy(w);
+
+	/* TEST-NET-1 (RFC 5737) is nobody's address. */
+	ck_assert_int_eq(ps_comm_van_create(&w), 0);
+	ck_assert_int_eq(ps_comm_van_bind(w, "192.0.2.1", 0, 1, &port),
+			 PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_van_bind(w, "no-such-host.invalid", 0, 1,
+					  &port),
+			 PS_COMM_ERR_ARG);
+	/* Neither left the van bound. */
+	ck_assert_int_eq(ps_comm_van_bind(w, HOST, 0, 1, &port), 0);
+	ps_comm_van_destroy(w);
 	ps_comm_van_destroy(b.van);
 	ps_comm_van_destroy(a.van);
 }
@@ -1516,6 +1641,7 @@ static Suite *van_suite(void)
 	tc = tcase_create("van");
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_bind_ports);
+	tcase_add_test(tc, test_bind_address);
 	tcase_add_test(tc, test_self_and_reconnect);
 	tcase_add_test(tc, test_self_local);
 	tcase_add_test(tc, test_no_id_yet);
