@@ -43,8 +43,8 @@ bool psc_generic_accept(const struct fi_info *info, char *why, size_t len)
 	 */
 	if (info->domain_attr->mr_mode & ~(FI_MR_LOCAL | FI_MR_VIRT_ADDR |
 					   FI_MR_ALLOCATED | FI_MR_PROV_KEY |
-					   FI_MR_ENDPOINT | FI_MR_BASIC |
-					   FI_MR_SCALABLE | FI_MR_HMEM)) {
+					   FI_MR_ENDPOINT | PSC_MR_BASIC |
+					   PSC_MR_SCALABLE | FI_MR_HMEM)) {
 		snprintf(why, len, "mr_mode 0x%x asks for modes pscomm "
 			 "does not implement", info->domain_attr->mr_mode);
 		return false;
@@ -103,8 +103,8 @@ void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	 * The legacy values are whole-mode enums that share bits 0 and 1:
 	 * BASIC implies provider keys; SCALABLE means no local registration.
 	 */
-	c->mr_prov_key |= (mr & FI_MR_BASIC) != 0;
-	c->mr_scalable = (mr & FI_MR_SCALABLE) != 0;
+	c->mr_prov_key |= (mr & PSC_MR_BASIC) != 0;
+	c->mr_scalable = (mr & PSC_MR_SCALABLE) != 0;
 	c->link = psc_link_from_info(info);
 	/* Registered pages are pinned and count against RLIMIT_MEMLOCK. */
 	c->needs_memlock = c->mr_local;

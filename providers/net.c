@@ -5,6 +5,10 @@
  * the caller's CQ reads (no provider thread unless the fabric is opened
  * for it), and the CQ wait fd covers every socket.
  *
+ * From libfabric 1.18 on, this code is the tcp provider's native RDM
+ * endpoint ("tcp", beside "tcp;ofi_rxm"), which tcp.c profiles with
+ * psc_xnet_derive_caps too.
+ *
  * Two facts shape pscomm's use of it (libfabric 1.17):
  * - A receive that finds no matching posted buffer keeps at most
  *   FI_NET_MAX_SAVED (4) tagged messages of up to 128 bytes per
@@ -24,6 +28,8 @@
  *   surviving connection. Seen once in the p2p suite's finalize barrier,
  *   between two ranks that had never talked before.
  */
+#include <string.h>
+
 #include "provider.h"
 
 #define NET_CHUNK_MAX ((size_t)256 << 10)
@@ -39,17 +45,18 @@ static const struct psc_tunable net_tunables[] = {
 	{NULL, NULL},
 };
 
-static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
+void psc_xnet_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
 	psc_generic_derive_caps(info, c);
 	c->wait_fd = true;
 	/*
-	 * Its fi_trywait returns 0 without clearing the signal that every
-	 * completion sets on the CQ's wait fd, so after the first one the
-	 * fd stays readable and a wait on it spins (a ps-lite van over net
-	 * used a core even when idle).
+	 * net's fi_trywait (libfabric 1.17) returns 0 without clearing the
+	 * signal that every completion sets on the CQ's wait fd, so after
+	 * the first one the fd stays readable and a wait on it spins (a
+	 * ps-lite van over net used a core even when idle). From 1.18 the
+	 * same code is the tcp provider, whose trywait clears it.
 	 */
-	c->wait_set = true;
+	c->wait_set = strcmp(info->fabric_attr->prov_name, "net") == 0;
 	c->ip_addressed = true;
 	c->sw_match = true;
 	c->sw_tag_in_data = c->cq_data_size >= 8;
@@ -85,7 +92,7 @@ static void net_derive_caps(const struct fi_info *info, struct psc_caps *c)
 const struct psc_provider_ops psc_net_ops = {
 	.size = sizeof(struct psc_provider_ops),
 	.name = "net",
-	.derive_caps = net_derive_caps,
+	.derive_caps = psc_xnet_derive_caps,
 	.tunables = net_tunables,
 	.iface_env = "FI_NET_IFACE",
 	/*

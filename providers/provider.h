@@ -14,6 +14,16 @@
 #include <rdma/fabric.h>
 
 /*
+ * libfabric's legacy mr_mode values, whole modes in bits 0 and 1 that
+ * providers may still report: FI_MR_BASIC (provider keys, virtual
+ * addresses, allocated memory) and FI_MR_SCALABLE (nothing to
+ * register). libfabric 2.x headers deprecate the macros (using them
+ * warns); the bits are part of the ABI.
+ */
+#define PSC_MR_BASIC (1 << 0)
+#define PSC_MR_SCALABLE (1 << 1)
+
+/*
  * The mode bits pscomm honours: a fi_context2 in every request
  * (FI_CONTEXT, FI_CONTEXT2), iov arrays that outlive the call when the
  * entry says FI_ASYNC_IOV (caps.async_iov: no untagged vector sends), and
@@ -212,6 +222,12 @@ const struct psc_provider_ops *psc_provider_lookup(const char *prov_name);
 void psc_generic_fixup_hints(struct fi_info *hints);
 bool psc_generic_accept(const struct fi_info *info, char *why, size_t len);
 void psc_generic_derive_caps(const struct fi_info *info, struct psc_caps *caps);
+/*
+ * libfabric's native RDM over TCP sockets (xnet): the net provider up to
+ * libfabric 1.17, the tcp provider's "tcp" entries (not "tcp;ofi_rxm")
+ * from 1.18 (net.c).
+ */
+void psc_xnet_derive_caps(const struct fi_info *info, struct psc_caps *caps);
 /*
  * Split large messages into chunks of at most max bytes (also when the
  * provider reports no limit, 0): for providers whose large-message path

@@ -1,5 +1,7 @@
 /*
- * tcp;ofi_rxm: the tcp provider under the rxm utility layer. One entry per
+ * tcp;ofi_rxm: the tcp provider under the rxm utility layer. (From
+ * libfabric 1.18 the tcp provider also offers native RDM entries, named
+ * plain "tcp": that is 1.17's net, profiled as net is, in net.c.) One entry per
  * IP interface and address family. Progress is manual; the CQ wait fd
  * works (fi_trywait + poll). The first send to a peer returns EAGAIN while
  * rxm connects. Tunables: FI_TCP_IFACE on multi-NIC hosts, and the rxm
@@ -12,6 +14,8 @@
  * matches first messages in software here and posts every chunk receive
  * at its full length (lib/p2p/swmatch.c).
  */
+#include <string.h>
+
 #include "provider.h"
 
 #define TCP_CHUNK ((size_t)512 << 10)
@@ -31,6 +35,11 @@ static const struct psc_tunable tcp_tunables[] = {
 
 static void tcp_derive_caps(const struct fi_info *info, struct psc_caps *c)
 {
+	/* libfabric 1.18 and later: net's code, as the native "tcp" RDM. */
+	if (!strstr(info->fabric_attr->prov_name, "ofi_rxm")) {
+		psc_xnet_derive_caps(info, c);
+		return;
+	}
 	psc_generic_derive_caps(info, c);
 	c->wait_fd = true;
 	c->ip_addressed = true;

@@ -505,7 +505,7 @@ static bool may_sleep(struct psc_ep *ep)
 
 	if (ep->fab.wait_set) {
 		psc_prov_enter(ep, "fi_wait", FI_ADDR_UNSPEC);
-		rc = fi_wait(ep->fab.wait_set, 0);
+		rc = psc_fab_wait_set_try(&ep->fab);
 		psc_prov_exit(ep);
 		return rc == -FI_ETIMEDOUT;
 	}

@@ -113,6 +113,13 @@ int psc_fab_try_open(const struct fi_info *entry,
  * may free the requests libfabric held. Then psc_fab_close closes the
  * MR cache, AV, CQ, domain and fabric, in that order.
  */
+/*
+ * fi_wait(f->wait_set, 0): -FI_ETIMEDOUT when nothing is pending, which
+ * also clears the completions' signal. Only for f->wait_set != NULL
+ * (never so in a build against libfabric 2.x headers: -FI_ENOSYS).
+ */
+int psc_fab_wait_set_try(struct psc_fab *f);
+
 void psc_fab_close_ep(struct psc_fab *f);
 void psc_fab_close(struct psc_fab *f);
 

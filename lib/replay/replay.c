@@ -740,12 +740,19 @@ void psc_replay_use(const struct fi_info *list)
 	(FI_MR_LOCAL | FI_MR_RAW | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED |         \
 	 FI_MR_PROV_KEY | FI_MR_MMU_NOTIFY | FI_MR_RMA_EVENT | FI_MR_ENDPOINT)
 
+/*
+ * libfabric's legacy mr_mode values in bits 0 and 1 (FI_MR_BASIC,
+ * FI_MR_SCALABLE), which 2.x headers deprecate; the bits are ABI.
+ */
+#define LEGACY_MR_BASIC (1 << 0)
+#define LEGACY_MR_SCALABLE (1 << 1)
+
 /* What an entry's mr_mode asks of the application, legacy values mapped. */
 static int mr_duties(int mr)
 {
 	int d = mr & MR_DUTIES;
 
-	if ((mr & FI_MR_BASIC) && !(mr & FI_MR_SCALABLE))
+	if ((mr & LEGACY_MR_BASIC) && !(mr & LEGACY_MR_SCALABLE))
 		d |= FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	return d;
 }
@@ -819,7 +826,7 @@ int psc_replay_getinfo(uint32_t version, const char *node,
 			d->caps = hints->caps;
 			d->domain_attr->mr_mode &=
 				hints->domain_attr->mr_mode |
-				FI_MR_BASIC | FI_MR_SCALABLE;
+				LEGACY_MR_BASIC | LEGACY_MR_SCALABLE;
 			if (hints->domain_attr->av_type != FI_AV_UNSPEC)
 				d->domain_attr->av_type =
 					hints->domain_attr->av_type;

@@ -399,6 +399,42 @@ START_TEST(test_chunk_sizes)
 }
 END_TEST
 
+/*
+ * libfabric's native RDM over TCP: net (1.17) and, from 1.18, the tcp
+ * provider's own "tcp" entries get the same profile (software matching,
+ * chunks that wait for the go-ahead, 256 KiB chunks, 64 KiB eager);
+ * only 1.17's net needs a wait set, since its fi_trywait never clears
+ * the CQ's fd. "tcp;ofi_rxm" keeps rxm's profile.
+ */
+START_TEST(test_native_tcp_caps)
+{
+	const char *const native[] = {"net", "tcp"};
+	struct psc_caps c;
+
+	for (size_t k = 0; k < 2; k++) {
+		struct fi_info *i = sane_info(native[k]);
+
+		i->ep_attr->max_msg_size = (size_t)1 << 40;
+		derive(native[k], i, &c);
+		ck_assert(c.sw_match && c.chunks_wait && c.rx_unbounded);
+		ck_assert(c.resend_on_reset && c.manual_progress);
+		ck_assert(!c.same_eager_limit);
+		ck_assert_uint_eq(c.max_msg_size, 256 << 10);
+		ck_assert_uint_eq(c.sw_eager, 65536);
+		ck_assert(c.wait_fd);
+		ck_assert(c.wait_set == (k == 0));
+		fi_freeinfo(i);
+	}
+	struct fi_info *i = sane_info("tcp;ofi_rxm");
+
+	i->ep_attr->max_msg_size = (size_t)1 << 40;
+	derive("tcp;ofi_rxm", i, &c);
+	ck_assert(c.same_eager_limit && !c.chunks_wait && !c.wait_set);
+	ck_assert_uint_eq(c.max_msg_size, 512 << 10);
+	fi_freeinfo(i);
+}
+END_TEST
+
 START_TEST(test_tcp_shm_sockets_caps)
 {
 	struct fi_info *i = sane_info("tcp;ofi_rxm");
@@ -540,6 +576,7 @@ static Suite *provider_suite(void)
 	tcase_add_test(tc, test_verbs_env_default);
 	tcase_add_test(tc, test_udp_caps);
 	tcase_add_test(tc, test_tcp_shm_sockets_caps);
+	tcase_add_test(tc, test_native_tcp_caps);
 	tcase_add_test(tc, test_chunk_sizes);
 	tcase_add_test(tc, test_describe_cq_error);
 	tcase_add_test(tc, test_explain_open_error);
