@@ -289,9 +289,10 @@ bool psc_provider_signal_lib(const char *path);
 /*
  * Rank of a provider for traffic between nodes, lower is better:
  * hardware providers (efa, opx, psm3, psm2, cxi, verbs) in that order,
- * then net, tcp;ofi_rxm, tcp, sockets and udp, then any other (not yet
- * validated by pscomm's suite). -1 for shm, which never serves between
- * nodes.
+ * then the native RDM over TCP (net up to libfabric 1.17, "tcp" from
+ * 1.18), tcp;ofi_rxm, sockets and udp, then any other (not yet
+ * validated by pscomm's suite). -1 for shm and sm2, which never serve
+ * between nodes.
  */
 int psc_provider_net_rank(const char *prov_name);
 

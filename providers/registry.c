@@ -165,7 +165,9 @@ int psc_provider_net_rank(const char *prov_name)
 {
 	int k;
 
-	if (strcmp(prov_name, PSC_SHM_PROVIDER) == 0)
+	/* Shared memory only: shm, and sm2 (libfabric 1.18 and later). */
+	if (strcmp(prov_name, PSC_SHM_PROVIDER) == 0 ||
+	    strcmp(prov_name, "sm2") == 0)
 		return -1;
 	for (k = 0; k < (int)(sizeof(net_order) / sizeof(net_order[0])); k++)
 		if (strcmp(net_order[k], prov_name) == 0)

@@ -478,8 +478,10 @@ static void explain_open_error(const struct psc_fab *ep, const char *step,
 
 /*
  * PS_COMM_TEST_FAIL_OPEN: whether its list names the provider of ep, in
- * full ("tcp;ofi_rxm") or by its core ("tcp", every layering of it), so
- * that the tests can make its open fail as a device that refuses would.
+ * full ("tcp;ofi_rxm") or by its core ("tcp", every layering of it), or
+ * exactly with a leading '=' ("=tcp": libfabric 1.18's native tcp RDM,
+ * not tcp;ofi_rxm), so that the tests can make its open fail as a device
+ * that refuses would.
  */
 static bool fail_injected(const struct psc_fab *ep,
 			  const struct psc_fab_config *cfg)
@@ -492,9 +494,14 @@ static bool fail_injected(const struct psc_fab *ep,
 	while (list && *list) {
 		size_t n = strcspn(list, ",");
 
-		if (psc_provider_filter_names(list, n, name) ||
-		    psc_provider_filter_names(list, n, core))
+		if (*list == '=') {
+			if (n - 1 == strlen(name) &&
+			    strncmp(list + 1, name, n - 1) == 0)
+				return true;
+		} else if (psc_provider_filter_names(list, n, name) ||
+			   psc_provider_filter_names(list, n, core)) {
 			return true;
+		}
 		list += n + (list[n] == ',');
 	}
 	return false;

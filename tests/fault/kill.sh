@@ -222,7 +222,7 @@ run_rep() {
 	local boot=${PS_COMM_TIMEOUT:-120}
 	[ "$case" = bootstrap ] && boot=$T
 	# shellcheck disable=SC2086
-	PS_COMM_TIMEOUT=$boot FI_PROVIDER=$prov \
+	PS_COMM_TIMEOUT=$boot FI_PROVIDER="$(fab "$prov")" \
 		fault_launch "$dir" "$nranks" "127.0.0.1:$port" "$PROG" $args
 	for ((i = 0; i < nranks; i++)); do
 		if [ "$(expect "$case")" = clean ] || [ "$i" != "$v" ]; then

@@ -78,7 +78,7 @@ export FI_UNIVERSE_SIZE="${FI_UNIVERSE_SIZE:-$nranks}"
 export GLIBC_TUNABLES="${GLIBC_TUNABLES:-glibc.malloc.tcache_count=0}"
 echo "# soak: $nranks ranks, $prov, ${dur} s of fault_prog mixed (seed $seed), warm-up ${warm} s, FI_UNIVERSE_SIZE=$FI_UNIVERSE_SIZE"
 free_port
-FI_PROVIDER=$prov fault_launch "$logs" "$nranks" "127.0.0.1:$port" \
+FI_PROVIDER="$(fab "$prov")" fault_launch "$logs" "$nranks" "127.0.0.1:$port" \
 	"$PROG" mixed -d "$dur" -r "$seed"
 fault_wait_ready 2 60 || true
 t0=$(fault_now)

@@ -69,7 +69,7 @@ for prov in tcp net; do
 	for w in auto:$auto fd:fd poll:poll; do
 		# The probe reads each rank's endpoint and checks an
 		# allreduce over it.
-		PS_COMM_WAIT=${w%%:*} "$RUN" -n 2 --provider "$prov" \
+		PS_COMM_WAIT=${w%%:*} "$RUN" -n 2 --provider "$(fab "$prov")" \
 			--timeout 60 -- "$top_builddir/tests/mp/provider_probe" \
 			>"$waitlog" 2>&1
 		case ${w#*:} in

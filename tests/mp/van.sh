@@ -38,7 +38,7 @@ kvstore_job() {
 	pids=
 	# The scheduler's port is fixed (max_retry 0), as in ps-lite.
 	free_port
-	export FI_PROVIDER=$prov DMLC_PS_ROOT_URI=127.0.0.1 \
+	export FI_PROVIDER="$(fab "$prov")" DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=$ns DMLC_NUM_WORKER=$nw
 	kvstore_start scheduler 1 "$@"
 	kvstore_start server "$ns" "$@"
@@ -67,7 +67,7 @@ for prov in tcp net shm; do
 		continue
 	fi
 	out=$(mktemp)
-	if FI_PROVIDER=$prov timeout 600 "$SUITE" >"$out" 2>&1; then
+	if FI_PROVIDER="$(fab "$prov")" timeout 600 "$SUITE" >"$out" 2>&1; then
 		ok "check_van on $prov"
 	else
 		# What failed, from this run: a flaky failure may not come back.
@@ -83,7 +83,7 @@ for prov in tcp net shm; do
 	# skipped there and said so (doc/pslite.md, "Known problems").
 	if [ "$prov" = net ] && [ -n "${ASAN_OPTIONS:-}" ]; then
 		skip "check_van on net, max_msg_size 4 KiB: crashes under ASan (open defect)"
-	elif CK_RUN_CASE=van PS_COMM_MAX_MSG_SIZE=4096 FI_PROVIDER=$prov \
+	elif CK_RUN_CASE=van PS_COMM_MAX_MSG_SIZE=4096 FI_PROVIDER="$(fab "$prov")" \
 		timeout 600 "$SUITE" >"$out" 2>&1 &&
 		grep -q 'Checks: [1-9]' "$out"; then
 		ok "check_van on $prov, max_msg_size 4 KiB"
@@ -106,7 +106,7 @@ kvstore_kill() {
 	prov=$1 delay=$2
 	log=$(mktemp) slog=$(mktemp)
 	free_port
-	export FI_PROVIDER=$prov DMLC_PS_ROOT_URI=127.0.0.1 \
+	export FI_PROVIDER="$(fab "$prov")" DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
 	DMLC_ROLE=scheduler timeout 60 "$KV" -k 2 -s 4194304 -i 100000 \
 		>"$slog" 2>&1 &
@@ -169,7 +169,7 @@ kvstore_stop() {
 	prov=$1
 	log=$(mktemp)
 	free_port
-	export FI_PROVIDER=$prov DMLC_PS_ROOT_URI=127.0.0.1 \
+	export FI_PROVIDER="$(fab "$prov")" DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
 	DMLC_ROLE=scheduler PS_COMM_PEER_TIMEOUT=600 timeout 60 "$KV" -k 4 \
 		-s 65536 -i 1000000 >/dev/null 2>&1 &
