@@ -95,6 +95,9 @@ const struct psc_provider_ops psc_net_ops = {
 	.derive_caps = psc_xnet_derive_caps,
 	.tunables = net_tunables,
 	.iface_env = "FI_NET_IFACE",
+	.renamed = "libfabric 1.18 and later have no net: its code is the "
+		   "tcp provider's own RDM endpoint (listed as tcp), which "
+		   "pscomm uses in its place",
 	/*
 	 * The van sends a large message's chunks without waiting for a
 	 * go-ahead (its peers are keyed by node, not by rank), which net does

@@ -151,6 +151,12 @@ struct psc_provider_ops {
 	/* Why fi_getinfo finds no entry of this family, with the fix. */
 	const char *missing_hint;
 	/*
+	 * Where a libfabric without this family has it under another name
+	 * (net: the tcp provider from libfabric 1.18): said instead of
+	 * "not in this libfabric build".
+	 */
+	const char *renamed;
+	/*
 	 * Variables that must be identical on every rank (rxm's eager and
 	 * rendezvous limits), ended by NULL; they join the settings ranks
 	 * compare at bootstrap.

@@ -459,6 +459,11 @@ static void print_not_built(FILE *out, const char *const *names, size_t n)
 			;
 		if (j < n)
 			continue;
+		if (all[k].renamed) {
+			fprintf(out, "  %-14s missing: %s\n", all[k].name,
+				all[k].renamed);
+			continue;
+		}
 		fprintf(out, "  %-14s missing: not in this libfabric "
 			"build%s%s\n", all[k].name, all[k].missing_hint ?
 			"; where wanted, install a libfabric with it; then: " :
