@@ -181,6 +181,10 @@ run_ranks() {
 	secs=$(($(date +%s) - start))
 	# Absence was decided above: a provider fi_info lists that fails
 	# (to open, too) fails the check, whatever its status.
+	case $prov in
+	nodes:*) ;;
+	*) [ "$(fab "$prov")" = "$prov" ] || prov="$prov as $(fab "$prov")" ;;
+	esac
 	if [ $rc -eq 0 ]; then
 		ok "$name ($n ranks, $prov, ${secs}s)"
 	else
