@@ -129,7 +129,6 @@ int ps_comm_van_set_id(ps_comm_van_t v, int node_id)
 	return 0;
 }
 
-/* The interface holding host, for IP providers; false: no preference. */
 /* Whether ss is the wildcard address of its family. */
 static bool is_wildcard(const struct sockaddr_storage *ss)
 {
@@ -287,7 +286,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 			rc == -EADDRNOTAVAIL ? "; host must be one of this "
 					       "machine's addresses: "
 					     : "",
-			rc == -EADDRNOTAVAIL ? host : "");
+			rc == -EADDRNOTAVAIL && host ? host : "");
 		psc_van_watch_stop(v);
 		psc_ep_release(v->comm.ch.ep);
 		v->comm.ch.ep = NULL;
