@@ -22,6 +22,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -120,6 +121,34 @@ static bool drain(int fd, double deadline)
 	}
 }
 
+/*
+ * Before the harness gives up on a connection the root never closed:
+ * both ends' ports (equal ones would be a connection to itself), and
+ * the kernel's view of every socket on the root's port.
+ */
+static void explain_open(int fd)
+{
+	struct sockaddr_in me = {0}, peer = {0};
+	socklen_t ml = sizeof(me), pl = sizeof(peer);
+	const char *port = strrchr(root, ':') + 1;
+	char line[512], want[16];
+	FILE *f;
+
+	getsockname(fd, (struct sockaddr *)&me, &ml);
+	getpeername(fd, (struct sockaddr *)&peer, &pl);
+	fprintf(stderr, "fuzz_store: connection from port %u to port %u, root "
+		"%s, still open after 8 s; sockets on the root's port (st 01 "
+		"established, 06 time-wait, 08 close-wait, 0A listen):\n",
+		ntohs(me.sin_port), ntohs(peer.sin_port), root);
+	snprintf(want, sizeof(want), ":%04X ", (unsigned)atoi(port));
+	f = fopen("/proc/self/net/tcp", "r");
+	while (f && fgets(line, sizeof(line), f))
+		if (strstr(line, want))
+			fprintf(stderr, "  %s", line);
+	if (f)
+		fclose(f);
+}
+
 /* A proper handshake as rank 1 with the empty key: true when admitted. */
 static bool authenticate(int fd, double deadline)
 {
@@ -163,6 +192,7 @@ static void server(const uint8_t *data, size_t size)
 	socklen_t rl;
 	char err[256];
 	double deadline;
+	bool closed;
 	int fd, last;
 
 	s.rank = 0;
@@ -197,7 +227,10 @@ static void server(const uint8_t *data, size_t size)
 			shutdown(fd, SHUT_RDWR);
 		free(msg);
 		/* The root closes within its stranger deadline at most. */
-		PSC_FUZZ_ASSERT(drain(fd, psc_now() + 8));
+		closed = drain(fd, psc_now() + 8);
+		if (!closed)
+			explain_open(fd);
+		PSC_FUZZ_ASSERT(closed);
 	}
 	close(fd);
 	s.ops->close(&s);
