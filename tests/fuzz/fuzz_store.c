@@ -103,7 +103,10 @@ static void decoders(const uint8_t *data, size_t size)
 			-EACCES);
 }
 
-/* Read what comes back until the root closes; false if it never does. */
+/*
+ * Read what comes back until the root closes; false if it never does. A
+ * signal that interrupts the wait is no verdict: wait again.
+ */
 static bool drain(int fd, double deadline)
 {
 	uint8_t buf[4096];
@@ -112,8 +115,14 @@ static bool drain(int fd, double deadline)
 		struct pollfd p = {.fd = fd, .events = POLLIN};
 		int ms = (int)((deadline - psc_now()) * 1000);
 		ssize_t n;
+		int rc;
 
-		if (ms <= 0 || poll(&p, 1, ms) <= 0)
+		if (ms <= 0)
+			return false;
+		rc = poll(&p, 1, ms);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
 			return false;
 		n = recv(fd, buf, sizeof(buf), 0);
 		if (n <= 0)
@@ -228,8 +237,15 @@ static void server(const uint8_t *data, size_t size)
 		free(msg);
 		/* The root closes within its stranger deadline at most. */
 		closed = drain(fd, psc_now() + 8);
-		if (!closed)
+		if (!closed) {
+			double t = psc_now();
+
 			explain_open(fd);
+			fprintf(stderr, "fuzz_store: %s\n",
+				drain(fd, t + 30) ? "closed later" : "open 30 s more");
+			fprintf(stderr, "fuzz_store: after %.1f s more\n",
+				psc_now() - t);
+		}
 		PSC_FUZZ_ASSERT(closed);
 	}
 	close(fd);
