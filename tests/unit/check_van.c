@@ -84,17 +84,24 @@ static void expect(struct node *at, int sender, const char *meta,
 	ck_assert(memcmp(m->meta, meta, m->meta_len) == 0);
 }
 
+/* Pass one message, meta "meta", from node from_id to to_id. */
+static void relay(struct node *from, int from_id, struct node *to, int to_id,
+		  const char *meta)
+{
+	ps_comm_van_msg_t m;
+
+	send_text(from, to_id, meta, NULL, 0);
+	expect(to, from_id, meta, &m);
+	ps_comm_van_msg_release(&m);
+}
+
 /* Connect node from_id to to_id and pass one message, meta "meta". */
 static void say_hello(struct node *from, int from_id, struct node *to,
 		      int to_id, const char *meta)
 {
-	ps_comm_van_msg_t m;
-
 	ck_assert_int_eq(ps_comm_van_connect(from->van, to_id, HOST, to->port),
 			 0);
-	send_text(from, to_id, meta, NULL, 0);
-	expect(to, from_id, meta, &m);
-	ps_comm_van_msg_release(&m);
+	relay(from, from_id, to, to_id, meta);
 }
 
 /* Pseudo-random bytes from seed. */
@@ -389,7 +396,6 @@ static bool accepts(const char *ip, int port)
 START_TEST(test_bind_address)
 {
 	struct node a, b;
-	ps_comm_van_msg_t m;
 	ps_comm_van_t w;
 	int wild, total, port;
 
@@ -402,12 +408,8 @@ START_TEST(test_bind_address)
 	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, "127.0.0.2", b.port),
 			 0);
 	ck_assert_int_eq(ps_comm_van_connect(b.van, 1, HOST, a.port), 0);
-	send_text(&a, 8, "a to b", NULL, 0);
-	expect(&b, 1, "a to b", &m);
-	ps_comm_van_msg_release(&m);
-	send_text(&b, 1, "b to a", NULL, 0);
-	expect(&a, 8, "b to a", &m);
-	ps_comm_van_msg_release(&m);
+	relay(&a, 1, &b, 8, "a to b");
+	relay(&b, 8, &a, 1, "b to a");
 	ck_assert(accepts(HOST, a.port));
 	ck_assert(!accepts("127.0.0.2", a.port));
 	ck_assert(accepts("127.0.0.2", b.port));
