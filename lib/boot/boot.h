@@ -152,15 +152,20 @@ struct psc_boot_vote {
  * negative errno with words in err; -EHOSTUNREACH from peer says that
  * the records themselves rule the job out, as every rank sees (like
  * -EBADE for settings that differ), and the ranks then meet once more
- * before leaving, so none takes another's exit for a death. *local
- * receives how many ranks
- * share this node. Blocks until the plan's timeout at most.
+ * before leaving, so none takes another's exit for a death. Once every
+ * record is in, gathered(arg) (NULL: none) runs before this rank's
+ * last fence, which can wait for the slowest rank (the tcp root waits
+ * for every goodbye): what must answer the ranks that finish first
+ * starts there. It returns 0 or a negative errno with words in err.
+ * *local receives how many ranks share this node. Blocks until the
+ * plan's timeout at most.
  */
 int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 		      const struct psc_boot_record *me,
 		      int (*peer)(void *arg, int rank,
 				  const struct psc_boot_record *rec,
 				  char *err, size_t len),
+		      int (*gathered)(void *arg, char *err, size_t len),
 		      void *arg, int *local, char *err, size_t len);
 
 #endif /* PSC_BOOT_H */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 
@@ -581,6 +582,7 @@ int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 		      int (*peer)(void *arg, int rank,
 				  const struct psc_boot_record *rec,
 				  char *err, size_t len),
+		      int (*gathered)(void *arg, char *err, size_t len),
 		      void *arg, int *local, char *err, size_t len)
 {
 	struct psc_store s = {0};
@@ -636,7 +638,16 @@ int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 		(void)s.ops->finish(&s);
 		memcpy(s.err, why, sizeof(s.err));
 	} else if (!rc) {
-		rc = s.ops->finish(&s);
+		if (gathered)
+			rc = gathered(arg, s.err, sizeof(s.err));
+		if (!rc && b->params->test_bye_delay > 0) {
+			struct timespec ts =
+				psc_timespec(b->params->test_bye_delay);
+
+			nanosleep(&ts, NULL);
+		}
+		if (!rc)
+			rc = s.ops->finish(&s);
 	}
 	if (rc)
 		snprintf(err, len, "bootstrap (%s) failed: %s",

@@ -192,6 +192,7 @@ struct boot_ctx {
 	struct psc_boot_record *me;
 	enum fabrics mode;
 	struct psc_fab_config *cfg; /* how c's endpoints were opened */
+	const struct psc_auth_key *key; /* the job key, for the monitor */
 	struct psc_ep *shm;	/* a pair's shared-memory endpoint (path 1) */
 	int *raw;		/* rank -> index into ids */
 	char (*ids)[96];	/* distinct node identities */
@@ -333,10 +334,30 @@ static int live_watch_chan(struct psc_live *l, struct ps_comm *c)
 	return rc;
 }
 
+/*
+ * The exchange's records are all in: rank 0 starts its monitor now,
+ * before it waits for the slowest rank's goodbye, so that the ranks that
+ * finish first are answered when they join (a lossy network can hold
+ * one rank's goodbye back for seconds). Other ranks join later.
+ */
+static int gathered(void *arg, char *err, size_t len)
+{
+	struct boot_ctx *b = arg;
+	struct ps_comm *c = b->c;
+
+	if (!c->live || c->ch.rank != 0)
+		return 0;
+	psc_live_set_key(c->live, b->key);
+	return psc_live_start(c->live, err, len);
+}
+
 static int live_start(struct ps_comm *c, char *err, size_t len)
 {
-	int rc = psc_live_start(c->live, err, len);
+	int rc = 0;
 
+	if (c->ch.rank != 0)
+		rc = psc_live_start(c->live, err, len);
+	psc_live_arm(c->live);
 	if (!rc)
 		rc = live_watch_chan(c->live, c);
 	/* The watch holds the monitor now (or nothing does). */
@@ -602,8 +623,9 @@ static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 		}
 		return add_peer(b, 0, b->me, err, len);
 	}
+	b->key = &plan->key;
 	rc = psc_boot_exchange(plan, b->mode == FAB_ONE ? NULL : &vote, b->me,
-			       add_peer, b, local, err, len);
+			       add_peer, gathered, b, local, err, len);
 	if (b->mode != FAB_ONE && vote.note_rank >= 0) {
 		b->fell_rank = vote.note_rank;
 		snprintf(b->fell_why, sizeof(b->fell_why), "%s", vote.note);

@@ -77,6 +77,15 @@ void psc_live_set_key(struct psc_live *l, const struct psc_auth_key *key);
 int psc_live_start(struct psc_live *l, char *err, size_t len);
 
 /*
+ * Rank 0: every rank has finished the rendezvous, so from now each has
+ * PS_COMM_PEER_TIMEOUT to connect before it counts as dead ("never
+ * connected"). Until then no rank is blamed for being late: rank 0 may
+ * start the thread before the slowest rank said goodbye. Other ranks:
+ * no effect.
+ */
+void psc_live_arm(struct psc_live *l);
+
+/*
  * Watch a communicator: owner on ep, context id ctx, with n ranks whose
  * world ranks are world[i] and fabric addresses addrs[i] (both copied).
  * A death among them fails owner with -ECONNRESET; an abort of ctx by

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -280,7 +281,8 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 			lost = r;
 	}
 	pthread_mutex_lock(&l->lock);
-	l->started = psc_now();
+	/* Ranks may still be on their way: psc_live_arm starts the clock. */
+	l->started = HUGE_VAL;
 	if (lost >= 0)
 		psc_live_peer_died(l, lost, "died: its process is gone");
 	rc = pthread_create(&l->thread, NULL, psc_live_run, l);
@@ -292,6 +294,13 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 		return -rc;
 	}
 	return 0;
+}
+
+void psc_live_arm(struct psc_live *l)
+{
+	pthread_mutex_lock(&l->lock);
+	l->started = psc_now();
+	pthread_mutex_unlock(&l->lock);
 }
 
 int psc_live_watch(struct psc_live *l, struct psc_ep *ep, const void *owner,
