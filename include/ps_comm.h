@@ -103,7 +103,7 @@ typedef struct ps_comm_attr {
 	int rank;	       /* -1: from the environment, else >= 0 */
 	int size;	       /* -1: from the environment, else >= 1 */
 	const char *root;      /* "host:port" of the rendezvous, or NULL */
-	const char *bootstrap; /* "auto", "tcp", "file:DIR", "pmix", or NULL */
+	const char *bootstrap; /* "auto", "tcp", "file:DIR", "pmix", "pmi2", or NULL */
 } ps_comm_attr_t;
 
 PS_COMM_API int ps_comm_attr_init(ps_comm_attr_t *attr);

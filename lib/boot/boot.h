@@ -31,7 +31,7 @@
 int psc_env_rank_size(int *rank, int *size, char *err, size_t len);
 
 /*
- * Whether spec is a rendezvous backend: auto, tcp, file:DIR or pmix.
+ * Whether spec is a rendezvous backend: auto, tcp, file:DIR, pmix or pmi2.
  * Returns 0, or -EINVAL with words in err naming what (the variable or
  * field the spec came from) and the values allowed.
  */
@@ -59,7 +59,7 @@ struct psc_boot_record {
 struct psc_boot_plan {
 	const struct psc_params *params;
 	int rank, size;
-	const char *spec;	  /* "tcp", "file:DIR", "pmix" or "none" */
+	const char *spec;	  /* "tcp", "file:DIR", "pmix", "pmi2" or "none" */
 	char root[300];		  /* host:port for tcp, else "" */
 	bool have_iface;
 	struct psc_iface iface;	  /* when have_iface */

@@ -92,11 +92,11 @@ int psc_boot_spec_check(const char *spec, const char *what, char *err,
 			size_t len)
 {
 	if (strcmp(spec, "auto") == 0 || strcmp(spec, "tcp") == 0 ||
-	    strcmp(spec, "pmix") == 0 ||
+	    strcmp(spec, "pmix") == 0 || strcmp(spec, "pmi2") == 0 ||
 	    (strncmp(spec, "file:", 5) == 0 && spec[5]))
 		return 0;
 	snprintf(err, len, "%s=\"%s\" is not a rendezvous: use auto, tcp, "
-		 "file:DIR or pmix", what, spec);
+		 "file:DIR, pmix or pmi2", what, spec);
 	return -EINVAL;
 }
 
@@ -276,6 +276,8 @@ static int pick_backend(struct psc_boot_plan *b, const ps_comm_attr_t *attr)
 		b->spec = "tcp";
 	else if (psc_store_pmix_available())
 		b->spec = "pmix";
+	else if (psc_store_pmi2_available())
+		b->spec = "pmi2";
 	else if (b->size == 1)
 		b->spec = "none";
 	else
@@ -296,22 +298,24 @@ static int store_open(struct psc_store *s, struct psc_boot_plan *b)
 	}
 	if (strncmp(b->spec, "file:", 5) == 0)
 		return psc_store_file_open(s, b->spec + 5);
-	if (strcmp(b->spec, "pmix") == 0) {
+	if (strcmp(b->spec, "pmix") == 0 || strcmp(b->spec, "pmi2") == 0) {
 		/* The launcher is trusted: it hands out a key of its own. */
-		int rc = psc_store_pmix_open(s, !b->key.keyed);
+		int rc = strcmp(b->spec, "pmix") == 0
+				 ? psc_store_pmix_open(s, !b->key.keyed)
+				 : psc_store_pmi2_open(s, !b->key.keyed);
 
 		if (rc == 0 && s->made_key[0]) {
 			rc = psc_auth_key_load(&b->key, s->made_key, s->err,
 					       sizeof(s->err));
 			psc_log(PSC_LOG_INFO, b->rank, "no PS_COMM_JOB_KEY set: "
 				"using the random key rank 0 handed out through "
-				"PMIx");
+				"%s", s->ops->name);
 		}
 		explicit_bzero(s->made_key, sizeof(s->made_key));
 		return rc;
 	}
 	snprintf(s->err, sizeof(s->err), "PS_COMM_BOOTSTRAP=\"%s\" is not "
-		 "auto, tcp, file:DIR or pmix", b->spec);
+		 "auto, tcp, file:DIR, pmix or pmi2", b->spec);
 	return -EINVAL;
 }
 
@@ -354,8 +358,9 @@ int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 	if (pick_backend(b, attr)) {
 		snprintf(err, len, "no rendezvous for a job of %d ranks: set "
 			 "PS_COMM_ROOT=host:port (or MASTER_ADDR and "
-			 "MASTER_PORT), run under a PMIx launcher (mpirun, "
-			 "srun --mpi=pmix), or set PS_COMM_BOOTSTRAP=file:DIR",
+			 "MASTER_PORT), run under a PMIx or PMI2 launcher "
+			 "(mpirun, srun --mpi=pmix or --mpi=pmi2), or set "
+			 "PS_COMM_BOOTSTRAP=file:DIR",
 			 size);
 		return -EINVAL;
 	}

@@ -54,7 +54,7 @@ struct psc_store {
 };
 
 /*
- * Open a store backend. spec is "tcp", "file:DIR" or "pmix"; root is the
+ * Open a store backend. spec is "tcp", "file:DIR", "pmix" or "pmi2"; root is the
  * "host:port" for tcp. Returns 0 or a negative errno with s->err set.
  */
 int psc_store_tcp_open(struct psc_store *s, const char *root,
@@ -63,6 +63,20 @@ int psc_store_tcp_open(struct psc_store *s, const char *root,
 int psc_store_file_open(struct psc_store *s, const char *dir);
 /* With make_key, rank 0 makes a random job key and hands it out. */
 int psc_store_pmix_open(struct psc_store *s, bool make_key);
+/*
+ * PMI2 (Slurm's libpmi2, srun --mpi=pmi2): put hex-encodes values in
+ * pieces that fit PMI2's 1024-byte values, commit is PMI2_KVS_Fence.
+ * With make_key, as for PMIx. -ENOSYS when built without it.
+ */
+int psc_store_pmi2_open(struct psc_store *s, bool make_key);
+/* Whether PMI2 support is compiled in and a PMI2 server is present. */
+bool psc_store_pmi2_available(void);
+/*
+ * Rank 0 makes a random job key (hex, in s->made_key) and every rank
+ * reads it through s's put, commit and get. Returns 0 or a negative
+ * errno with s->err set.
+ */
+int psc_store_share_key(struct psc_store *s);
 /* Whether PMIx support is compiled in and a PMIx server is present. */
 bool psc_store_pmix_available(void);
 /* Rank and size as PMIx reports them; -ENOSYS without PMIx. */

@@ -5,10 +5,8 @@
  * reads another rank's key. Every blocking call carries PMIX_TIMEOUT.
  * Without PMIx at build time every entry point reports -ENOSYS.
  *
- * A job that set no PS_COMM_JOB_KEY still gets one: rank 0 makes 32
- * random bytes and hands them to every rank through the PMIx server (a
- * fence at open), which pscomm trusts as it trusts the launcher; the
- * key then guards pscomm's own listeners (liveness, van) like any other.
+ * A job that set no PS_COMM_JOB_KEY still gets one through the PMIx
+ * server (psc_store_share_key, a fence at open).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -181,44 +179,6 @@ int psc_store_pmix_rank_size(int *rank, int *size)
 	return rc;
 }
 
-#define KEY_NAME "pscomm.job_key"
-
-/* Rank 0 makes a key; every rank reads it after a fence. */
-static int pmix_make_key(struct psc_store *s)
-{
-	void *val = NULL;
-	size_t len = 0;
-	int rc = 0;
-
-	if (s->rank == 0) {
-		uint8_t raw[32];
-
-		psc_auth_random(raw, sizeof(raw));
-		psc_auth_hex(raw, sizeof(raw), s->made_key);
-		explicit_bzero(raw, sizeof(raw));
-		rc = pmix_put(s, KEY_NAME, s->made_key, strlen(s->made_key));
-	}
-	if (!rc)
-		rc = pmix_commit(s);
-	if (!rc && s->rank != 0)
-		rc = pmix_get(s, 0, KEY_NAME, &val, &len);
-	if (!rc && s->rank != 0) {
-		if (len == 0 || len >= sizeof(s->made_key)) {
-			snprintf(s->err, sizeof(s->err), "the job key rank 0 "
-				 "handed out through PMIx is malformed");
-			rc = -EPROTO;
-		} else {
-			memcpy(s->made_key, val, len);
-			s->made_key[len] = '\0';
-		}
-	}
-	if (val) {
-		explicit_bzero(val, len);
-		free(val);
-	}
-	return rc;
-}
-
 int psc_store_pmix_open(struct psc_store *s, bool make_key)
 {
 	struct pmix_store *p = calloc(1, sizeof(*p));
@@ -240,7 +200,7 @@ int psc_store_pmix_open(struct psc_store *s, bool make_key)
 			 "environment says rank %d", p->me.rank, s->rank);
 		return -EINVAL;
 	}
-	return make_key ? pmix_make_key(s) : 0;
+	return make_key ? psc_store_share_key(s) : 0;
 }
 
 #else /* !HAVE_PMIX */
