@@ -309,7 +309,8 @@ static int store_open(struct psc_store *s, struct psc_boot_plan *b)
 					       sizeof(s->err));
 			psc_log(PSC_LOG_INFO, b->rank, "no PS_COMM_JOB_KEY set: "
 				"using the random key rank 0 handed out through "
-				"%s", s->ops->name);
+				"%s", strcmp(b->spec, "pmix") == 0 ? "PMIx"
+								   : "PMI2");
 		}
 		explicit_bzero(s->made_key, sizeof(s->made_key));
 		return rc;

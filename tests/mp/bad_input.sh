@@ -449,7 +449,7 @@ check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: fails fast (< 3 s)" \
 check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: fails with PS_COMM_ERR_CONFIG" \
 	says jb1 err "ps_comm_init: invalid configuration or environment variable"
 check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: names the values allowed" \
-	says jb1 err 'PS_COMM_BOOTSTRAP="bogus" is not a rendezvous: use auto, tcp, file:DIR or pmix'
+	says jb1 err 'PS_COMM_BOOTSTRAP="bogus" is not a rendezvous: use auto, tcp, file:DIR, pmix or pmi2'
 check "j: PS_COMM_BOOTSTRAP=bogus on rank 1: rank 0, left alone, fails" \
 	failed_with jb0
 
