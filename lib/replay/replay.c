@@ -323,9 +323,26 @@ static void *section_base(struct fi_info *i, enum section s)
 	}
 }
 
+/*
+ * Capability bits that fi_tostr of an older libfabric cannot name,
+ * although its headers define them: dumps from a newer libfabric carry
+ * them (libfabric 2.x prints FI_AV_USER_ID and FI_PEER for tcp).
+ */
+static const struct {
+	const char *name;
+	uint64_t bit;
+} later_caps[] = {
+	{"FI_AV_USER_ID", FI_AV_USER_ID},
+	{"FI_PEER", FI_PEER},
+};
+
 /* The single bit (0..bits-1) fi_tostr names `name` for type, or -1. */
 static int bit_by_name(enum fi_type type, const char *name, int bits)
 {
+	if (type == FI_TYPE_CAPS)
+		for (size_t i = 0; i < PSC_ARRAY_SIZE(later_caps); i++)
+			if (strcmp(later_caps[i].name, name) == 0)
+				return __builtin_ctzll(later_caps[i].bit);
 	for (int b = 0; b < bits; b++) {
 		uint64_t v64 = 1ULL << b;
 		int vint = (int)(1U << (b & 31));

@@ -520,6 +520,71 @@ START_TEST(test_net_preferred)
 }
 END_TEST
 
+/* Query the replayed list rec as pscomm would, and select for role. */
+static const char *pick_from(struct fi_info *rec, enum psc_fab_role role,
+			     struct psc_select *sel)
+{
+	struct fi_info *answer = NULL;
+	const struct fi_info *pick;
+	bool relaxed = false;
+	static char name[64];
+
+	memset(sel, 0, sizeof(*sel));
+	sel->rank = -1;
+	sel->role = role;
+	psc_replay_use(rec);
+	ck_assert_int_eq(psc_fab_query(psc_replay_getinfo, NULL, &answer,
+				       &relaxed), 0);
+	ck_assert(!relaxed);
+	pick = psc_fab_select(answer, sel);
+	ck_assert_ptr_nonnull(pick);
+	snprintf(name, sizeof(name), "%s", pick->fabric_attr->prov_name);
+	fi_freeinfo(answer);
+	return name;
+}
+
+/*
+ * libfabric 2.x, as recorded from 2.6.0 (tests/data/fi_info): net is
+ * gone and its code is the tcp provider's own RDM endpoint, which pscomm
+ * takes between nodes with net's profile minus the wait set; without
+ * those entries, tcp;ofi_rxm. The shm dump serves inside a node.
+ */
+START_TEST(test_libfabric2_dumps)
+{
+	struct fi_info *rec = load("tcp-2.6.txt"), **pp = &rec;
+	struct psc_select sel;
+
+	ck_assert_int_eq(count(rec), 20);
+	ck_assert_str_eq(pick_from(rec, PSC_ROLE_NET, &sel), "tcp");
+	ck_assert(sel.caps.sw_match && sel.caps.chunks_wait);
+	ck_assert(sel.caps.wait_fd && !sel.caps.wait_set);
+	ck_assert_uint_eq(sel.caps.max_msg_size, 256 << 10);
+	ck_assert_int_eq(sel.caps.link, PSC_LINK_IP);
+	while (*pp) {
+		struct fi_info *e = *pp;
+
+		if (strcmp(e->fabric_attr->prov_name, "tcp") != 0) {
+			pp = &e->next;
+			continue;
+		}
+		*pp = e->next;
+		e->next = NULL;
+		fi_freeinfo(e);
+	}
+	ck_assert_int_eq(count(rec), 15);
+	ck_assert_str_eq(pick_from(rec, PSC_ROLE_NET, &sel), "tcp;ofi_rxm");
+	ck_assert(!sel.caps.chunks_wait && !sel.caps.wait_set);
+	ck_assert_uint_eq(sel.caps.max_msg_size, 512 << 10);
+	fi_freeinfo(rec);
+
+	rec = load("shm-2.6.txt");
+	ck_assert_int_eq(count(rec), 2);
+	ck_assert_str_eq(pick_from(rec, PSC_ROLE_ANY, &sel), "shm");
+	ck_assert_int_eq(sel.caps.link, PSC_LINK_SHM);
+	fi_freeinfo(rec);
+}
+END_TEST
+
 /*
  * A fallback skips the providers ranked before min_rank (those that
  * failed to open): net first, then tcp;ofi_rxm past net, then nothing.
@@ -1006,6 +1071,7 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_ip_iface);
 	tcase_add_test(tc, test_roles);
 	tcase_add_test(tc, test_net_preferred);
+	tcase_add_test(tc, test_libfabric2_dumps);
 	tcase_add_test(tc, test_min_rank);
 	tcase_add_test(tc, test_params_applied);
 	suite_add_tcase(s, tc);
