@@ -154,41 +154,43 @@ have_provider() {
 # run_ranks NAME N PROVIDER TIMEOUT PROG [ARGS...]: one check. A
 # PROVIDER of nodes:P runs node-aware instead: FI_PROVIDER unset, and the
 # ranks split into nodes of P (tests/mp/node_id.sh), so shm serves inside
-# a node and tcp between them.
+# a node and tcp between them. Its variables are _rr_-prefixed: sh has
+# no locals, and callers loop over prov, name and n themselves.
 run_ranks() {
-	name=$1 n=$2 prov=$3 tmo=$4
+	_rr_name=$1 _rr_n=$2 _rr_prov=$3 _rr_tmo=$4
 	shift 4
-	case $prov in
+	case $_rr_prov in
 	nodes:*) ;;
 	*)
-		if ! have_provider "$prov"; then
-			skip "$name: provider $prov not present"
+		if ! have_provider "$_rr_prov"; then
+			skip "$_rr_name: provider $_rr_prov not present"
 			return
 		fi ;;
 	esac
 	log=$(mktemp)
 	start=$(date +%s)
-	case $prov in
+	case $_rr_prov in
 	nodes:*)
-		(unset FI_PROVIDER; PSC_TEST_PPN=${prov#nodes:} \
-			"$RUN" -n "$n" --timeout "$tmo" -- \
+		(unset FI_PROVIDER; PSC_TEST_PPN=${_rr_prov#nodes:} \
+			"$RUN" -n "$_rr_n" --timeout "$_rr_tmo" -- \
 			"${srcdir:-.}/tests/mp/node_id.sh" "$@") >"$log" 2>&1 ;;
 	*)
-		"$RUN" -n "$n" --provider "$(fab "$prov")" --timeout "$tmo" \
-			-- "$@" >"$log" 2>&1 ;;
+		"$RUN" -n "$_rr_n" --provider "$(fab "$_rr_prov")" \
+			--timeout "$_rr_tmo" -- "$@" >"$log" 2>&1 ;;
 	esac
 	rc=$?
 	secs=$(($(date +%s) - start))
 	# Absence was decided above: a provider fi_info lists that fails
 	# (to open, too) fails the check, whatever its status.
-	case $prov in
+	case $_rr_prov in
 	nodes:*) ;;
-	*) [ "$(fab "$prov")" = "$prov" ] || prov="$prov as $(fab "$prov")" ;;
+	*) [ "$(fab "$_rr_prov")" = "$_rr_prov" ] ||
+		_rr_prov="$_rr_prov as $(fab "$_rr_prov")" ;;
 	esac
 	if [ $rc -eq 0 ]; then
-		ok "$name ($n ranks, $prov, ${secs}s)"
+		ok "$_rr_name ($_rr_n ranks, $_rr_prov, ${secs}s)"
 	else
-		not_ok "$name ($n ranks, $prov): exit $rc after ${secs}s"
+		not_ok "$_rr_name ($_rr_n ranks, $_rr_prov): exit $rc after ${secs}s"
 		sed 's/^/#   /' "$log" | tail -20
 	fi
 	rm -f "$log"
