@@ -5,7 +5,8 @@
  * in bytes and "psc.R.KEY.I" its I-th piece, R being the publishing rank
  * (PMI2's key space is the job's, not a rank's). Commit is
  * PMI2_KVS_Fence, which has no timeout of its own: a watcher thread ends
- * it at the store's deadline by shutting the PMI connection down. Without
+ * it at the store's deadline by shutting the PMI connection's reading
+ * side down. Without
  * PMI2 at build time every entry point reports -ENOSYS.
  */
 #include <errno.h>
@@ -114,8 +115,13 @@ static void *watch_fence(void *arg)
 		double left = w->deadline - psc_now();
 
 		if (left <= 0) {
+			/*
+			 * Reading side only: the blocked read sees end of
+			 * file, and nothing writes into a shut socket (a
+			 * SIGPIPE would end the process before it says why).
+			 */
 			w->fired = true;
-			(void)shutdown(w->fd, SHUT_RDWR);
+			(void)shutdown(w->fd, SHUT_RD);
 			break;
 		}
 		clock_gettime(CLOCK_REALTIME, &ts);
@@ -152,6 +158,10 @@ static int pmi2_commit(struct psc_store *s)
 		pthread_mutex_destroy(&w.lock);
 	}
 	if (w.fired) {
+		struct pmi2_store *p = s->priv;
+
+		/* The connection is gone: no PMI2_Finalize over it. */
+		p->inited = false;
 		snprintf(s->err, sizeof(s->err), "PMI2_KVS_Fence did not "
 			 "complete within PS_COMM_TIMEOUT: a rank did not "
 			 "start, or died before the fence");

@@ -17,6 +17,9 @@
 #	kill		rank 3 killed (SIGKILL): srun reports it, the three
 #			survivors fail naming rank 3, nothing left behind
 #	sbatch		examples/slurm.sbatch (pmix and pmi2), checked
+#	fence		(pmi2) rank 1 never starts pscomm: rank 0 fails its
+#			bootstrap at PS_COMM_TIMEOUT instead of waiting in
+#			PMI2's fence for ever
 # Every case's output is under the scratch directory named at the end
 # when one fails (kept), removed otherwise.
 #
@@ -31,7 +34,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=${top_builddir:-$(cd "$here/../.." && pwd)}
 modes="pmix pmi2 plain"
-cases="pingpong allreduce scancel kill sbatch"
+cases="pingpong allreduce scancel kill sbatch fence"
 while getopts m:c:h opt; do
 	case $opt in
 	m) modes=$OPTARG ;;
@@ -327,6 +330,29 @@ case_kill() {
 	fi
 }
 
+# PMI2's fence has no timeout of its own: with rank 1 never starting
+# pscomm, rank 0 (PS_COMM_TIMEOUT=3) must fail its bootstrap within
+# seconds, saying so, not wait in the fence for ever.
+case_fence() {
+	local m=$1 name=fence-$1 t0
+	[ "$m" = pmi2 ] || return
+	t0=$(date +%s)
+	# shellcheck disable=SC2016 # the ranks' shell expands these
+	on 0 srun -J "$name" -o "$D/$name.%t" --mpi=pmi2 -N2 -n2 \
+		env PS_COMM_TIMEOUT=3 sh -c '
+		[ "$SLURM_PROCID" = 1 ] && exec sleep 60
+		exec "$0" -m 4K -M 4K' "$B/allreduce" >"$D/$name.srun" 2>&1 &
+	srun_pid=$!
+	if wait_for 20 grep -qs 'bootstrap (pmi2) failed' "$D/$name.0"; then
+		ok "pmi2: a rank that never starts fails the others' fence in $(($(date +%s) - t0)) s (PS_COMM_TIMEOUT=3)"
+	else
+		not_ok "pmi2: rank 0 still in its fence 20 s after start (PS_COMM_TIMEOUT=3)"
+		tail -n 3 "$D/$name".* | sed 's/^/#   /'
+	fi
+	on 0 scancel -n "$name"
+	finished "$srun_pid" 30
+}
+
 # examples/slurm.sbatch, as the README shows it, with --wait.
 case_sbatch() {
 	local m=$1 name=sbatch-$1
@@ -347,7 +373,7 @@ for m in $modes; do
 	case $m in pmix | pmi2 | plain) ;; *) echo "check.sh: bad mode $m" >&2; exit 2 ;; esac
 	for c in $cases; do
 		case $c in
-		pingpong | allreduce | scancel | kill | sbatch) "case_$c" "$m" ;;
+		pingpong | allreduce | scancel | kill | sbatch | fence) "case_$c" "$m" ;;
 		*) echo "check.sh: bad case $c" >&2; exit 2 ;;
 		esac
 	done
