@@ -7,7 +7,10 @@
 # usage: bench/contention.sh [-r ROUNDS] [-l "LOADS"] [-o OUTDIR] [BUILD_DIR]
 #   -r ROUNDS   rounds per load (default 7); each round runs every system
 #               once, the order rotating from round to round
-#   -l LOADS    busy-loop processes per core (default "0 1 2")
+#   -l LOADS    loads, each N (N busy-loop processes per core) or ccN (N
+#               compile loops per core: gcc -O2 of bench/memcpy_bw.c over
+#               and over, short processes the scheduler keeps moving, as
+#               on a host that builds while it trains); default "0 1 2"
 #   -o OUTDIR   raw CSV, logs and summary.md (default: a temp dir)
 #   BUILD_DIR   pscomm build with examples/ and tools/ps_comm_run
 #               (default: $PSCOMM_BUILD, else .)
@@ -36,7 +39,7 @@ shift $((OPTIND - 1))
 build=$(cd "${1:-${PSCOMM_BUILD:-.}}" && pwd) || exit 2
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { say "-r wants a positive count"; exit 2; }
 for l in $LOADS; do
-    [[ $l =~ ^[0-9]+$ ]] || { say "-l wants counts of busy loops per core"; exit 2; }
+    [[ $l =~ ^(cc)?[0-9]+$ ]] || { say "-l wants N (busy loops per core) or ccN (compile loops per core)"; exit 2; }
 done
 
 RUN_TIMEOUT=${RUN_TIMEOUT:-300}
@@ -107,6 +110,7 @@ for s in "${systems[@]}"; do
     for b in pingpong allreduce; do make_cmd "$s" "$b"; show_cmd "${cmd[@]}"; done
 done
 say "   busy loop: sh -c 'while :; do :; done' (load x $cores of them)"
+say "   compile loop: sh -c 'while :; do $CC -O2 -c -o /dev/null $here/memcpy_bw.c; done' (ccN: N x $cores of them)"
 
 # One sample: the pingpong rows (size,latency,bandwidth) or the allreduce
 # row (size,...,time_us,...) go to raw/<load>/<system>.<bench>.<round>.csv.
@@ -123,11 +127,18 @@ run_one() {
 failed=0
 for load in $LOADS; do
     mkdir -p "$OUTDIR/raw/$load"
-    for ((i = 0; i < load * cores; i++)); do
-        sh -c 'while :; do :; done' &
+    n=${load#cc}
+    for ((i = 0; i < n * cores; i++)); do
+        if [[ $load == cc* ]]; then
+            # shellcheck disable=SC2016 # expanded by the loop's shell
+            sh -c 'while :; do "$0" -O2 -c -o /dev/null "$1"; done' \
+                "$CC" "$here/memcpy_bw.c" &
+        else
+            sh -c 'while :; do :; done' &
+        fi
         hogs+=($!)
     done
-    say "== load $load per core (${#hogs[@]} busy loops)"
+    say "== load $load per core (${#hogs[@]} loops)"
     for ((r = 1; r <= ROUNDS; r++)); do
         n=${#systems[@]}
         for ((k = 0; k < n; k++)); do
@@ -166,7 +177,7 @@ med() { samples "$@" | median_of %.3f; }
     echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $cores cores, $ROUNDS rounds per load, unpinned."
     echo "Medians (min-max) in us; ratio = pscomm's median / the peer's."
     echo
-    printf '| busy loops per core | row |'
+    printf '| load per core | row |'
     for s in "${systems[@]}"; do printf ' %s |' "$s"; done
     for s in "${systems[@]:1}"; do printf ' pscomm/%s |' "$s"; done
     echo
