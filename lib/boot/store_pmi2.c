@@ -6,8 +6,8 @@
  * (PMI2's key space is the job's, not a rank's). Commit is
  * PMI2_KVS_Fence, which has no timeout of its own: a watcher thread ends
  * it at the store's deadline by shutting the PMI connection's reading
- * side down. Without
- * PMI2 at build time every entry point reports -ENOSYS.
+ * side down. Without PMI2 at build time every entry point reports
+ * -ENOSYS.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -16,6 +16,7 @@
 
 #include "config.h"
 #include "boot/store.h"
+#include "net/auth.h"
 #include "util/param.h"
 #include "util/util.h"
 
@@ -67,7 +68,6 @@ static int pmi2_put1(struct psc_store *s, const char *key, const char *val)
 static int pmi2_put(struct psc_store *s, const char *key, const void *val,
 		    size_t len)
 {
-	static const char digits[] = "0123456789abcdef";
 	const uint8_t *in = val;
 	char k[PMI2_MAX_KEYLEN], v[PIECE + 1];
 	int rc;
@@ -78,13 +78,10 @@ static int pmi2_put(struct psc_store *s, const char *key, const void *val,
 		return -EOVERFLOW;
 	}
 	for (size_t at = 0, piece = 0; at < len; piece++) {
-		size_t n = 0;
+		size_t n = PSC_MIN(len - at, (size_t)PIECE / 2);
 
-		for (; at < len && n < PIECE; at++, n += 2) {
-			v[n] = digits[in[at] >> 4];
-			v[n + 1] = digits[in[at] & 15];
-		}
-		v[n] = '\0';
+		psc_auth_hex(in + at, n, v);
+		at += n;
 		rc = pmi2_key(s, k, sizeof(k), s->rank, key, (int)piece);
 		if (!rc)
 			rc = pmi2_put1(s, k, v);
@@ -137,12 +134,13 @@ static int pmi2_commit(struct psc_store *s)
 	struct watcher w = {.deadline = s->deadline, .fd = -1};
 	const char *fd = getenv("PMI_FD");
 	pthread_t t;
-	bool watched = false;
+	bool armed = false, watched = false;
 	int rc;
 
 	if (fd && psc_param_parse_int(fd, &w.fd) == 0 && w.fd >= 0) {
 		pthread_mutex_init(&w.lock, NULL);
 		pthread_cond_init(&w.cond, NULL);
+		armed = true;
 		watched = pthread_create(&t, NULL, watch_fence, &w) == 0;
 	}
 	rc = PMI2_KVS_Fence();
@@ -153,7 +151,7 @@ static int pmi2_commit(struct psc_store *s)
 		pthread_mutex_unlock(&w.lock);
 		pthread_join(t, NULL);
 	}
-	if (w.fd >= 0) {
+	if (armed) {
 		pthread_cond_destroy(&w.cond);
 		pthread_mutex_destroy(&w.lock);
 	}
@@ -191,13 +189,6 @@ static int pmi2_get1(struct psc_store *s, int rank, const char *k,
 	return 0;
 }
 
-static int unhex(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0'
-	       : c >= 'a' && c <= 'f' ? c - 'a' + 10
-				      : -1;
-}
-
 static int pmi2_get(struct psc_store *s, int rank, const char *key,
 		    void **val, size_t *len)
 {
@@ -224,21 +215,20 @@ static int pmi2_get(struct psc_store *s, int rank, const char *key,
 		rc = pmi2_key(s, k, sizeof(k), rank, key, piece);
 		if (!rc)
 			rc = pmi2_get1(s, rank, k, v, (int)sizeof(v));
-		for (size_t i = 0; !rc && v[i]; i += 2) {
-			int hi = unhex(v[i]), lo = hi < 0 ? -1 : unhex(v[i + 1]);
-
-			if (lo < 0 || at >= (size_t)total) {
-				snprintf(s->err, sizeof(s->err), "PMI2 value "
-					 "%s of rank %d is malformed", k, rank);
-				rc = -EPROTO;
-			} else {
-				out[at++] = (uint8_t)(hi << 4 | lo);
-			}
-		}
 		if (!rc && !v[0]) {
 			snprintf(s->err, sizeof(s->err), "PMI2 value %s of "
 				 "rank %d is empty", k, rank);
 			rc = -EPROTO;
+		} else if (!rc) {
+			size_t got = 0;
+
+			if (psc_auth_unhex(v, out + at, (size_t)total - at,
+					   &got) != 0) {
+				snprintf(s->err, sizeof(s->err), "PMI2 value "
+					 "%s of rank %d is malformed", k, rank);
+				rc = -EPROTO;
+			}
+			at += got;
 		}
 	}
 	if (rc) {

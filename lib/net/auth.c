@@ -259,3 +259,13 @@ void psc_auth_hex(const uint8_t *in, size_t len, char *out)
 {
 	sodium_bin2hex(out, 2 * len + 1, in, len);
 }
+
+int psc_auth_unhex(const char *hex, uint8_t *out, size_t max, size_t *len)
+{
+	const char *end = NULL;
+
+	if (sodium_hex2bin(out, max, hex, strlen(hex), NULL, len, &end) != 0 ||
+	    *end != '\0')
+		return -EINVAL;
+	return 0;
+}

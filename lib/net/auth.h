@@ -147,4 +147,11 @@ void psc_auth_job_hash(const struct psc_auth_key *k, const void *data,
 /* Bytes to hex (2 * len + 1 chars into out), for keys that are generated. */
 void psc_auth_hex(const uint8_t *in, size_t len, char *out);
 
+/*
+ * Hex (all of it, an even number of digits) back to bytes: at most max
+ * into out, *len of them. Returns 0, or -EINVAL when hex is not that or
+ * holds more than max bytes.
+ */
+int psc_auth_unhex(const char *hex, uint8_t *out, size_t max, size_t *len);
+
 #endif /* PSC_AUTH_H */
