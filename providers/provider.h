@@ -189,6 +189,13 @@ struct psc_provider_ops {
 	 */
 	void (*remove_regions)(const void *addr, size_t addrlen, int pid);
 	/*
+	 * The start of the name under /dev/shm of every such file of
+	 * process pid, into buf of n bytes (NUL-terminated): what
+	 * remove_regions removes for pid, and what a termination signal
+	 * removes (fabric/sig.h). NULL with remove_regions.
+	 */
+	void (*region_prefix)(int pid, char *buf, size_t n);
+	/*
 	 * Explain, with the fix, why opening an endpoint of entry info
 	 * failed with err (a negative FI_E* code) at step, the libfabric
 	 * call that failed ("fi_enable" ...); universe is the

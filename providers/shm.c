@@ -30,13 +30,18 @@
  * An endpoint's queues live in /dev/shm under its name without the
  * "fi_shm://" scheme: "PID:DOMAIN:EP".
  */
+static void shm_region_prefix(int pid, char *buf, size_t n)
+{
+	snprintf(buf, n, "%d:", pid);
+}
+
 static void shm_remove_regions(const void *addr, size_t addrlen, int pid)
 {
 	char name[256], prefix[24];
 	const char *sep;
 	struct dirent *d;
 	DIR *dir;
-	int n;
+	size_t n;
 
 	if (addr && addrlen && addrlen < sizeof(name)) {
 		memcpy(name, addr, addrlen);
@@ -46,9 +51,10 @@ static void shm_remove_regions(const void *addr, size_t addrlen, int pid)
 	}
 	if (pid <= 0 || !(dir = opendir("/dev/shm")))
 		return;
-	n = snprintf(prefix, sizeof(prefix), "%d:", pid);
+	shm_region_prefix(pid, prefix, sizeof(prefix));
+	n = strlen(prefix);
 	while ((d = readdir(dir)) != NULL)
-		if (strncmp(d->d_name, prefix, (size_t)n) == 0)
+		if (strncmp(d->d_name, prefix, n) == 0)
 			shm_unlink(d->d_name);
 	closedir(dir);
 }
@@ -82,4 +88,5 @@ const struct psc_provider_ops psc_shm_ops = {
 	.tunables = shm_tunables,
 	.no_cma_env = "FI_SHM_DISABLE_CMA",
 	.remove_regions = shm_remove_regions,
+	.region_prefix = shm_region_prefix,
 };

@@ -250,6 +250,15 @@ int psc_shmring_poll(struct psc_ep *ep);
  */
 bool psc_shmring_sleep(struct psc_ep *ep, double secs);
 
+/*
+ * Publish cpu, the CPU the calling waiter runs on, in each of ep's rings
+ * (written only when it changed), and say whether the process at the
+ * other end of one of them last waited on that same CPU: 1 if so (it can
+ * run only when this thread yields), 0 if not, -1 when ep has no ring to
+ * tell. Lock held.
+ */
+int psc_shmring_cpu_shared(struct psc_ep *ep, int cpu);
+
 /* What ep's rings are doing, for the unit suite (check_shmring.c). */
 struct psc_shmring_stats {
 	size_t tx_on;	     /* rings ep sends through */

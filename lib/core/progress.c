@@ -769,13 +769,43 @@ void psc_ep_with_sources(struct psc_ep *ep, void (*fn)(void *), void *arg)
 	psc_ep_run_sources(ep);
 }
 
+/*
+ * Whether a spin past its first SPIN_ALONE_SEC should yield between
+ * polls. A node-local peer that last waited on this thread's CPU (a busy
+ * host's scheduler put both ranks on one core) runs only when this one
+ * lets it; a peer on another core does not need it, and a yield would
+ * only hand this core to the host's other work for a whole time slice.
+ * ep's shm rings (and its pair's) carry each side's CPU; without a ring
+ * to tell (tcp between local ranks), yield. Takes the lock.
+ */
+static bool peer_on_my_cpu(struct psc_ep *ep)
+{
+	int cpu = sched_getcpu();
+	int shared = -1;
+
+	if (cpu < 0)
+		return true;
+	pthread_mutex_lock(ep->lock);
+	if (ep->shmring)
+		shared = psc_shmring_cpu_shared(ep, cpu);
+	if (shared < 1 && ep->pair && ep->pair->shmring)
+		shared = PSC_MAX(shared,
+				 psc_shmring_cpu_shared(ep->pair, cpu));
+	pthread_mutex_unlock(ep->lock);
+	return shared != 0;
+}
+
+/* Passes of a spin between two looks at where the peers run. */
+#define CPU_LOOK_EVERY 16
+
 int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		double deadline)
 {
 	double start = psc_now();
 	double spin_end = start + ep->spin_us * 1e-6;
 	double yield_from = start + SPIN_ALONE_SEC;
-	unsigned idle = 0;
+	unsigned idle = 0, spins = 0;
+	bool yield = false;
 
 	/* Over already (a failed owner): do not enter the provider. */
 	if (done(arg))
@@ -801,12 +831,14 @@ int psc_ep_wait(struct psc_ep *ep, bool (*done)(void *), void *arg,
 		if (t < spin_end) {
 			/*
 			 * Past its first SPIN_ALONE_SEC, the spin yields on
-			 * every pass: a peer that shares this core (a busy
-			 * host's scheduler puts both ranks on one) then runs
-			 * at once instead of after the whole spin, and a
-			 * yield with nothing else to run returns at once.
+			 * every pass while a peer shares this core: it then
+			 * runs at once instead of after the whole spin.
 			 */
-			if (t >= yield_from)
+			if (t < yield_from)
+				continue;
+			if (spins++ % CPU_LOOK_EVERY == 0)
+				yield = peer_on_my_cpu(ep);
+			if (yield)
 				sched_yield();
 			continue;
 		}

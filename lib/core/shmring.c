@@ -56,6 +56,7 @@
 #include <rdma/fi_errno.h>
 
 #include "core/ep_int.h"
+#include "fabric/sig.h"
 #include "util/copy.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -69,18 +70,24 @@
 #endif
 /* The longest sleep while some rings are not watched (over RING_WATCH_MAX). */
 #define UNWATCHED_SLEEP 50e-6
-#define RING_MAGIC 0x707363726e673032ULL /* "pscrng02" */
+#define RING_MAGIC 0x707363726e673033ULL /* "pscrng03" */
 #define RING_PREFIX "/psc-ring-"
 #define RING_NAME_MAX 64
 #define LINE 64
 
-/* The shared header: geometry, and the receiver's count of slots read. */
+/*
+ * The shared header: geometry, the receiver's count of slots read, and
+ * the CPU each side's waiting thread last ran on (psc_shmring_cpu_shared;
+ * -1 before it waited). The first line is written only rarely.
+ */
 struct ring_hdr {
 	uint64_t magic;
 	uint32_t nslots;
 	uint32_t slot_size; /* bytes, a multiple of LINE */
 	uint32_t mapped;    /* the receiver has mapped it */
-	uint8_t pad0[LINE - 20];
+	int32_t cpu_tx;	    /* written by the sender only */
+	int32_t cpu_rx;	    /* written by the receiver only */
+	uint8_t pad0[LINE - 28];
 	uint64_t head; /* written by the receiver only */
 	uint8_t pad1[LINE - 8];
 	uint32_t bell;	   /* futex word: the sender adds 1 to wake */
@@ -127,6 +134,8 @@ struct psc_shmring {
 	struct ring_rx *rx;
 	size_t nrx, rxcap;
 	size_t cap;	    /* payload bytes a slot holds (ep->first_eager) */
+	int cpu;	    /* last CPU published in the rings, or -1 */
+	bool on_term;	    /* a termination signal removes the rings */
 	bool warned;
 	bool bell_heard;    /* atomic: a bell woke a sleeper (logged once) */
 };
@@ -153,6 +162,7 @@ int psc_shmring_open(struct psc_ep *ep)
 	if (!g)
 		return -ENOMEM;
 	g->cap = ep->first_eager;
+	g->cpu = -1;
 	ep->shmring = g;
 	return 0;
 }
@@ -215,6 +225,14 @@ static int tx_create(struct psc_shmring *g, struct ring_tx *t)
 
 	snprintf(t->name, sizeof(t->name), RING_PREFIX "%ld-%u",
 		 (long)getpid(), k);
+	/* A termination signal removes the rings nobody mapped yet. */
+	if (!g->on_term) {
+		char prefix[RING_NAME_MAX];
+
+		snprintf(prefix, sizeof(prefix), "%s%ld-", &RING_PREFIX[1],
+			 (long)getpid());
+		g->on_term = psc_sig_remove_on_term(prefix) == 0;
+	}
 	fd = shm_open(t->name, O_CREAT | O_EXCL | O_RDWR, 0600);
 	if (fd < 0)
 		return -errno;
@@ -239,6 +257,8 @@ static int tx_create(struct psc_shmring *g, struct ring_tx *t)
 	t->maplen = len;
 	t->h->nslots = RING_SLOTS;
 	t->h->slot_size = (uint32_t)ss;
+	t->h->cpu_tx = g->cpu;
+	t->h->cpu_rx = -1;
 	__atomic_store_n(&t->h->magic, RING_MAGIC, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -394,6 +414,7 @@ static int rx_map(struct psc_shmring *g, const char *name)
 	}
 	g->rx[g->nrx++] = (struct ring_rx){.h = h, .maplen = len, .head = 0,
 					   .nslots = ns, .slot_size = ss};
+	__atomic_store_n(&h->cpu_rx, g->cpu, __ATOMIC_RELAXED);
 	__atomic_store_n(&h->mapped, 1, __ATOMIC_RELEASE);
 	shm_unlink(name);
 	return 0;
@@ -534,6 +555,38 @@ int psc_shmring_poll(struct psc_ep *ep)
 		}
 	}
 	return n;
+}
+
+int psc_shmring_cpu_shared(struct psc_ep *ep, int cpu)
+{
+	struct psc_shmring *g = ep->shmring;
+	bool publish = cpu != g->cpu;
+	int shared = -1;
+
+	g->cpu = cpu;
+	for (size_t i = 0; i < g->ntx && (publish || shared < 1); i++) {
+		struct ring_hdr *h = g->tx[i].h;
+
+		if (!h)
+			continue;
+		if (publish)
+			__atomic_store_n(&h->cpu_tx, cpu, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&h->cpu_rx, __ATOMIC_RELAXED) == cpu)
+			shared = 1;
+		else if (shared < 0)
+			shared = 0;
+	}
+	for (size_t i = 0; i < g->nrx && (publish || shared < 1); i++) {
+		struct ring_hdr *h = g->rx[i].h;
+
+		if (publish)
+			__atomic_store_n(&h->cpu_rx, cpu, __ATOMIC_RELAXED);
+		if (__atomic_load_n(&h->cpu_tx, __ATOMIC_RELAXED) == cpu)
+			shared = 1;
+		else if (shared < 0)
+			shared = 0;
+	}
+	return shared;
 }
 
 void psc_shmring_stats(struct psc_ep *ep, struct psc_shmring_stats *st)

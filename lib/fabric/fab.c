@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/fi_cm.h>
 #include <rdma/fi_errno.h>
@@ -436,16 +437,20 @@ static const char *wait_mode_name(enum psc_wait_mode m)
  * ours: one there was left by an earlier process with our pid, killed
  * before it closed its endpoint. shm (1.17) would refuse to enable over
  * it (EBUSY, "shm file in use") while its owner's pid is alive, and ours
- * is. Families without such files have no remove_regions.
+ * is. And the files fi_enable makes go if a termination signal ends the
+ * process (sig.h). Families without such files have no remove_regions.
  */
-static void remove_stale_region(struct psc_fab *ep)
+static void prepare_region(struct psc_fab *ep)
 {
-	char name[sizeof(ep->name)];
+	char name[sizeof(ep->name)], prefix[32];
 	size_t n = sizeof(name);
 
-	if (ep->prov->remove_regions &&
-	    fi_getname(&ep->ep->fid, name, &n) == 0 && n <= sizeof(name))
+	if (!ep->prov->remove_regions)
+		return;
+	if (fi_getname(&ep->ep->fid, name, &n) == 0 && n <= sizeof(name))
 		ep->prov->remove_regions(name, n, 0);
+	ep->prov->region_prefix(getpid(), prefix, sizeof(prefix));
+	psc_sig_remove_on_term(prefix);
 }
 
 /*
@@ -551,7 +556,7 @@ static int fab_open_steps(struct psc_fab *ep, const struct psc_fab_config *cfg,
 	if (rc)
 		goto err_close_ep;
 	step = "fi_enable";
-	remove_stale_region(ep);
+	prepare_region(ep);
 	injected = fail_injected(ep, cfg);
 	rc = injected ? -FI_EINVAL : fi_enable(ep->ep);
 	if (rc)

@@ -4,10 +4,16 @@
  * that block the termination signals around the calls that may install
  * handlers, then put back what was there.
  */
+#include <dirent.h>
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fabric/sig.h"
 #include "provider.h"
@@ -20,6 +26,133 @@ static const int kept[PSC_SIG_KEPT] = {SIGINT,	SIGTERM, SIGHUP,  SIGILL,
 
 static pthread_mutex_t guard_lock = PTHREAD_MUTEX_INITIALIZER;
 static _Thread_local unsigned guard_depth;
+
+#define PREFIX_MAX 48
+
+/*
+ * psc_sig_remove_on_term's prefixes, each with the pid that gave it;
+ * entries below nprefixes (atomic) are complete, for the handler.
+ */
+static struct {
+	pid_t pid;
+	char name[PREFIX_MAX];
+} prefixes[PSC_SIG_PREFIXES];
+static unsigned nprefixes;
+static bool handler_installed;
+static pthread_mutex_t prefix_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool starts_with(const char *s, const char *p)
+{
+	while (*p)
+		if (*s++ != *p++)
+			return false;
+	return true;
+}
+
+/* Whether name is one of this process's files. Async-signal-safe. */
+static bool is_mine(const char *name, pid_t me, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (__atomic_load_n(&prefixes[i].pid, __ATOMIC_ACQUIRE) == me &&
+		    starts_with(name, prefixes[i].name))
+			return true;
+	return false;
+}
+
+/*
+ * Remove this process's files in /dev/shm. Async-signal-safe: system
+ * calls only (getdents64, not readdir, which may allocate).
+ */
+static void remove_files(void)
+{
+	unsigned n = __atomic_load_n(&nprefixes, __ATOMIC_ACQUIRE);
+	char buf[4096] __attribute__((aligned(8)));
+	pid_t me = getpid();
+	long got;
+	int fd;
+
+	if (!n || (fd = open("/dev/shm", O_RDONLY | O_DIRECTORY |
+					     O_CLOEXEC)) < 0)
+		return;
+	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+		for (long off = 0; off < got;) {
+			const struct dirent64 *d =
+				(const void *)(buf + off);
+
+			off += d->d_reclen;
+			if (is_mine(d->d_name, me, n))
+				unlinkat(fd, d->d_name, 0);
+		}
+	close(fd);
+}
+
+/*
+ * A termination signal at what was its default action: remove the
+ * files, then let the default (SA_RESETHAND put it back) end the process
+ * by the same signal, delivered as the handler returns (it is blocked
+ * until then).
+ */
+static void on_term(int sig)
+{
+	int e = errno;
+
+	remove_files();
+	errno = e;
+	raise(sig);
+}
+
+/* pscomm's handler for each of the blocked signals left at the default. */
+static void install_handler(void)
+{
+	for (size_t i = 0; i < PSC_SIG_BLOCKED; i++) {
+		struct sigaction sa;
+
+		if (sigaction(kept[i], NULL, &sa) != 0 ||
+		    (sa.sa_flags & SA_SIGINFO) || sa.sa_handler != SIG_DFL)
+			continue;
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_term;
+		sa.sa_flags = SA_RESETHAND | SA_RESTART;
+		sigemptyset(&sa.sa_mask);
+		sigaction(kept[i], &sa, NULL);
+	}
+}
+
+int psc_sig_remove_on_term(const char *prefix)
+{
+	pid_t me = getpid();
+	unsigned n, slot;
+	int rc = 0;
+
+	if (!prefix[0] || strlen(prefix) >= PREFIX_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&prefix_lock);
+	n = nprefixes;
+	slot = n;
+	for (unsigned i = 0; i < n; i++) {
+		if (prefixes[i].pid == me &&
+		    strcmp(prefixes[i].name, prefix) == 0)
+			goto out;
+		/* A parent's, inherited through fork: free for this one. */
+		if (prefixes[i].pid != me && slot == n)
+			slot = i;
+	}
+	if (slot == PSC_SIG_PREFIXES) {
+		rc = -ENOSPC;
+		goto out;
+	}
+	/* Not in use while its pid is not this process's. */
+	snprintf(prefixes[slot].name, sizeof(prefixes[slot].name), "%s",
+		 prefix);
+	__atomic_store_n(&prefixes[slot].pid, me, __ATOMIC_RELEASE);
+	if (slot == n)
+		__atomic_store_n(&nprefixes, n + 1, __ATOMIC_RELEASE);
+	install_handler();
+	__atomic_store_n(&handler_installed, true, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&prefix_lock);
+	return rc;
+}
 
 static void *handler_of(const struct sigaction *sa)
 {
@@ -98,8 +231,10 @@ void psc_sig_guard_leave(struct psc_sig_guard *g)
 	for (size_t i = 0; i < PSC_SIG_KEPT; i++) {
 		struct sigaction now;
 
+		/* pscomm's own handler does what the default does: kept. */
 		if (sigaction(kept[i], NULL, &now) == 0 &&
-		    changed(&now, &g->saved[i])) {
+		    changed(&now, &g->saved[i]) &&
+		    handler_of(&now) != (void *)on_term) {
 			sigaction(kept[i], &g->saved[i], NULL);
 			psc_log(PSC_LOG_DEBUG, -1,
 				"signal %d: a libfabric call "
@@ -107,6 +242,12 @@ void psc_sig_guard_leave(struct psc_sig_guard *g)
 				kept[i]);
 		}
 	}
+	/*
+	 * A provider that took a signal inside the call (shm's own cleanup
+	 * handler) had it back at the default just now: pscomm's again.
+	 */
+	if (__atomic_load_n(&handler_installed, __ATOMIC_ACQUIRE))
+		install_handler();
 	/* Restored first, so a pending signal meets the program's action. */
 	pthread_sigmask(SIG_SETMASK, &g->mask, NULL);
 	pthread_mutex_unlock(&guard_lock);

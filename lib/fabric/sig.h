@@ -75,4 +75,25 @@ void psc_sig_guard_leave(struct psc_sig_guard *g);
  */
 int psc_sig_drop_provider_handlers(void);
 
+/*
+ * Remove, when a termination signal ends this process, the files in
+ * /dev/shm whose names begin with prefix (e.g. "1234:", which should
+ * carry this process's pid: a child forked later removes nothing of its
+ * parent's). pscomm keeps such files only while it runs (shared-memory
+ * queues and rings); a SIGTERM, SIGINT or SIGHUP at its default action
+ * would otherwise leave them behind for ever.
+ *
+ * The first call installs pscomm's handler for each of those three
+ * signals whose disposition is the default (one the program handles or
+ * ignores is left alone, and a handler the program installs later
+ * replaces pscomm's). The handler removes the files with async-signal-
+ * safe calls only, puts the default action back and raises the signal
+ * again, so the process still ends by it (status 128 + N); guards keep
+ * the handler (it does what the default does). A prefix given before is
+ * not added again. At most PSC_SIG_PREFIXES prefixes (-ENOSPC after);
+ * returns 0 or a negative errno. Any thread.
+ */
+#define PSC_SIG_PREFIXES 8
+int psc_sig_remove_on_term(const char *prefix);
+
 #endif

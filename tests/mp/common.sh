@@ -275,6 +275,21 @@ gone() {
 	return 0
 }
 
+# shm_files_of STAMP PID...: the files in /dev/shm that processes PID
+# made after file STAMP was touched and left: shm's queues
+# ("PID:DOMAIN:EP") and pscomm's rings ("psc-ring-PID-K"); an older file
+# of the same name belongs to an earlier process with that pid. Prints
+# their names, nothing when none is left.
+shm_files_of() {
+	_sf_stamp=$1
+	shift
+	for _sf_p in "$@"; do
+		find /dev/shm -maxdepth 1 -newer "$_sf_stamp" \
+			\( -name "$_sf_p:*" -o -name "psc-ring-$_sf_p-*" \) \
+			-printf '%f\n' 2>/dev/null
+	done
+}
+
 # finish: the exit status automake expects.
 finish() {
 	echo "# $passes passed, $failures failed, $skips skipped"

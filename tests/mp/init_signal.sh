@@ -1,6 +1,7 @@
 #!/bin/sh
 # init_signal.sh: a SIGTERM (SIGINT, SIGHUP) that reaches a rank inside
-# ps_comm_init ends it by that signal (status 128 + N) within 2 s, at
+# ps_comm_init ends it by that signal (status 128 + N) within 2 s, leaving
+# no file of its own in /dev/shm (shm's queues, pscomm's rings), at
 # whatever moment it arrives: while libfabric loads and queries its
 # providers (fi_getinfo), opens the chosen one, or the rank waits in the
 # rendezvous. Each run starts rank 0 of a 2-rank job whose rank 1 never
@@ -56,6 +57,7 @@ delay() {
 one() {
 	sig=$1 n=$2
 	mkdir "$tmp/store$n" || exit 1
+	touch "$tmp/stamp$n"
 	: >"$tmp/out"
 	PS_COMM_SIZE=2 PS_COMM_RANK=0 PS_COMM_BOOTSTRAP=file:$tmp/store$n \
 		PS_COMM_JOB_KEY=init-signal PS_COMM_TIMEOUT=60 \
@@ -88,19 +90,23 @@ one() {
 	fi
 	wait "$pid"
 	st=$?
-	pid=
+	pid_was=$pid pid=
 	rm -rf "$tmp/store$n"
 	case $sig in
 	HUP) want=129 ;;
 	INT) want=130 ;;
 	*) want=143 ;;
 	esac
+	left=$(shm_files_of "$tmp/stamp$n" "$pid_was")
 	if [ "$st" -ne "$want" ]; then
 		not_ok "SIG$sig run $n after ${d}s: status $st, not $want"
 		sed 's/^/#   /' "$tmp/err" | tail -5
 	elif awk -v t="$took" -v b="$bound" 'BEGIN { exit !(t > b) }'; then
 		not_ok "SIG$sig run $n after ${d}s: status $st, but ${took}s" \
 			"after the signal (more than $bound s)"
+	elif [ -n "$left" ]; then
+		# shellcheck disable=SC2086 # one word per file
+		not_ok "SIG$sig run $n after ${d}s: left in /dev/shm: $(printf "%s " $left)"
 	else
 		ok "SIG$sig run $n after ${d}s: status $st in ${took}s"
 	fi

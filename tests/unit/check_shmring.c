@@ -238,6 +238,42 @@ START_TEST(test_doorbell)
 }
 END_TEST
 
+/*
+ * Each side of a ring sees the CPU the other side's waiter last ran on
+ * (psc_shmring_cpu_shared): a spinning waiter yields only to a peer on
+ * its own core.
+ */
+static int cpu_shared(struct fx_ep *e, int cpu)
+{
+	int rc;
+
+	pthread_mutex_lock(e->ep->lock);
+	rc = psc_shmring_cpu_shared(e->ep, cpu);
+	pthread_mutex_unlock(e->ep->lock);
+	return rc;
+}
+
+START_TEST(test_cpu_shared)
+{
+	/* No real CPU has these numbers (the waits below publish theirs). */
+	enum { C3 = 1000003, C5 = 1000005 };
+
+	pair_up();
+	/* No ring yet: nothing to tell. */
+	ck_assert_int_eq(cpu_shared(&tx, C3), -1);
+	warm_up();
+	/* The receiver has not waited yet: unknown CPU, not shared. */
+	ck_assert_int_eq(cpu_shared(&tx, C3), 0);
+	ck_assert_int_eq(cpu_shared(&rx, C3), 1);
+	ck_assert_int_eq(cpu_shared(&tx, C3), 1);
+	/* The sender moved: neither side shares a core now. */
+	ck_assert_int_eq(cpu_shared(&tx, C5), 0);
+	ck_assert_int_eq(cpu_shared(&rx, C3), 0);
+	ck_assert_int_eq(cpu_shared(&rx, C5), 1);
+	pair_down();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("shmring");
@@ -254,6 +290,7 @@ int main(void)
 		tcase_add_test(tc, test_order_wrap);
 		tcase_add_test(tc, test_full_ring);
 		tcase_add_test(tc, test_doorbell);
+		tcase_add_test(tc, test_cpu_shared);
 		suite_add_tcase(s, tc);
 	}
 	sr = srunner_create(s);

@@ -5,11 +5,17 @@
  * SIGHUP, and have that signal arrive before the call returns. Each must
  * end the process by the signal itself (the handler undone), or reach
  * the application's own handler when it had one, and leave the thread's
- * mask and a nest of guards as they were.
+ * mask and a nest of guards as they were. And psc_sig_remove_on_term:
+ * a termination signal at its default action removes the process's
+ * files in /dev/shm, and still ends it by the signal.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -154,6 +160,143 @@ START_TEST(test_nest_and_mask)
 }
 END_TEST
 
+/* A file /dev/shm/psc-sigtest-PID-TAG; returns whether it exists. */
+static bool shm_file(pid_t pid, const char *tag, bool create)
+{
+	char path[96];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/psc-sigtest-%ld-%s",
+		 (long)pid, tag);
+	if (!create)
+		return access(path, F_OK) == 0;
+	fd = open(path, O_CREAT | O_WRONLY, 0600);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+static void register_own(void)
+{
+	char prefix[48];
+
+	snprintf(prefix, sizeof(prefix), "psc-sigtest-%ld-", (long)getpid());
+	ck_assert_int_eq(psc_sig_remove_on_term(prefix), 0);
+	/* Given again: not a second entry. */
+	ck_assert_int_eq(psc_sig_remove_on_term(prefix), 0);
+}
+
+/*
+ * Run body in a child that made two files of its own, and return how it
+ * ended; *left says whether either file is still there (then removed).
+ */
+static int in_child(void (*body)(void), bool *left)
+{
+	int st = 0;
+	pid_t c = fork();
+
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		set_default(SIGTERM);
+		if (!shm_file(getpid(), "a", true) ||
+		    !shm_file(getpid(), "b", true))
+			_exit(2);
+		body();
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	*left = shm_file(c, "a", false) || shm_file(c, "b", false);
+	if (*left) {
+		char path[96];
+
+		snprintf(path, sizeof(path), "/dev/shm/psc-sigtest-%ld-a",
+			 (long)c);
+		unlink(path);
+		path[strlen(path) - 1] = 'b';
+		unlink(path);
+	}
+	return st;
+}
+
+static void term_after_register(void)
+{
+	register_own();
+	raise(SIGTERM);
+}
+
+/* What shm does: a provider takes the signal inside a guarded call. */
+static void term_after_provider_took_it(void)
+{
+	struct psc_sig_guard g;
+	struct sigaction sa;
+
+	psc_sig_guard_enter(&g);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = provider_handler;
+	sigaction(SIGTERM, &sa, NULL);
+	register_own();
+	raise(SIGTERM); /* blocked until the guard is left */
+	psc_sig_guard_leave(&g);
+}
+
+static void ignored_term(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGTERM, &sa, NULL);
+	register_own();
+	raise(SIGTERM);
+}
+
+START_TEST(test_term_removes_files)
+{
+	bool left;
+	int st = in_child(term_after_register, &left);
+
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	ck_assert(!left);
+	st = in_child(term_after_provider_took_it, &left);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	ck_assert(!left);
+}
+END_TEST
+
+START_TEST(test_term_ignored_removes_nothing)
+{
+	bool left;
+	int st = in_child(ignored_term, &left);
+
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert(left);
+}
+END_TEST
+
+/* A child forked after registering does not remove its parent's files. */
+START_TEST(test_forked_child_spares_parent)
+{
+	int st = 0;
+	pid_t c;
+
+	set_default(SIGTERM);
+	ck_assert(shm_file(getpid(), "a", true));
+	register_own();
+	c = fork();
+	ck_assert_int_ge(c, 0);
+	if (c == 0) {
+		raise(SIGTERM);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
+	ck_assert(shm_file(getpid(), "a", false));
+	ck_assert_int_eq(psc_sig_remove_on_term(""), -EINVAL);
+	/* Removed by the signal, as a check that it was the parent's. */
+	raise(SIGTERM);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sig");
@@ -167,6 +310,10 @@ int main(void)
 	tcase_add_test(tc, test_app_handler_kept);
 	tcase_add_test(tc, test_ignored_kept);
 	tcase_add_test(tc, test_nest_and_mask);
+	tcase_add_test(tc, test_term_removes_files);
+	tcase_add_test(tc, test_term_ignored_removes_nothing);
+	tcase_add_test_raise_signal(tc, test_forked_child_spares_parent,
+				    SIGTERM);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
 	/* Each test changes its process's signals: one fork each. */
