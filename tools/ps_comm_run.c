@@ -367,7 +367,9 @@ static int pick_port(void)
 }
 
 /*
- * A job key for a job that set none: 32 random bytes in hex. Every
+ * A job key for a job that set none: 32 random bytes in hex, after
+ * "pscomm-random-256:", the form pscomm takes as random and does not
+ * stretch (PSC_AUTH_MADE_PREFIX in lib/net/auth.h; doc/security.md). Every
  * connection to the ranks' listeners must then prove it knows the key
  * (doc/security.md); the ranks' environment is readable by this user and
  * root only. False (after a message) when the kernel gives no randomness.
@@ -376,8 +378,9 @@ static bool make_job_key(void)
 {
 	const char *k = getenv("PS_COMM_JOB_KEY");
 	const char *f = getenv("PS_COMM_JOB_KEY_FILE");
+	static const char prefix[] = "pscomm-random-256:";
 	unsigned char raw[32];
-	char hex[2 * sizeof(raw) + 1];
+	char hex[sizeof(prefix) - 1 + 2 * sizeof(raw) + 1];
 	size_t got = 0;
 
 	if ((k && *k) || (f && *f))
@@ -394,8 +397,9 @@ static bool make_job_key(void)
 		}
 		got += (size_t)n;
 	}
+	memcpy(hex, prefix, sizeof(prefix) - 1);
 	for (size_t i = 0; i < sizeof(raw); i++)
-		snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+		snprintf(hex + sizeof(prefix) - 1 + 2 * i, 3, "%02x", raw[i]);
 	setenv("PS_COMM_JOB_KEY", hex, 1);
 	memset(raw, 0, sizeof(raw));
 	memset(hex, 0, sizeof(hex));

@@ -49,7 +49,7 @@ struct psc_store {
 	 */
 	uint8_t session[PSC_AUTH_SESSION_LEN];
 	/* A key the backend made for a job that set none (pmix), or "". */
-	char made_key[2 * 32 + 1];
+	char made_key[PSC_AUTH_MADE_LEN + 1];
 	void *priv;
 };
 

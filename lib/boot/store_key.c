@@ -1,7 +1,8 @@
 /*
  * A job key for a job that set none, handed out through a launcher's
- * store (PMIx, PMI2): rank 0 makes 32 random bytes, and every rank reads
- * them after a commit. pscomm trusts the launcher's store as it trusts
+ * store (PMIx, PMI2): rank 0 makes one (psc_auth_make_key: 32 random
+ * bytes, which need no stretching), and every rank reads it after a
+ * commit. pscomm trusts the launcher's store as it trusts
  * the launcher; the key then guards pscomm's own listeners.
  */
 #include <errno.h>
@@ -21,11 +22,7 @@ int psc_store_share_key(struct psc_store *s)
 	int rc = 0;
 
 	if (s->rank == 0) {
-		uint8_t raw[32];
-
-		psc_auth_random(raw, sizeof(raw));
-		psc_auth_hex(raw, sizeof(raw), s->made_key);
-		explicit_bzero(raw, sizeof(raw));
+		psc_auth_make_key(s->made_key);
 		rc = s->ops->put(s, KEY_NAME, s->made_key,
 				 strlen(s->made_key));
 	}

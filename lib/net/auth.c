@@ -55,9 +55,39 @@ static void derive(struct psc_auth_key *k, const uint8_t *master)
 				   master);
 }
 
+void psc_auth_make_key(char *out)
+{
+	uint8_t raw[32];
+	size_t n = strlen(PSC_AUTH_MADE_PREFIX);
+
+	psc_auth_random(raw, sizeof(raw));
+	memcpy(out, PSC_AUTH_MADE_PREFIX, n);
+	psc_auth_hex(raw, sizeof(raw), out + n);
+	sodium_memzero(raw, sizeof(raw));
+}
+
+/*
+ * Whether text is a key of psc_auth_make_key's form; its 32 random bytes
+ * into raw if so. Uppercase digits are not the form.
+ */
+static bool made_key(const char *text, size_t tlen, uint8_t raw[32])
+{
+	size_t n = strlen(PSC_AUTH_MADE_PREFIX), got = 0;
+
+	if (tlen != PSC_AUTH_MADE_LEN ||
+	    memcmp(text, PSC_AUTH_MADE_PREFIX, n) != 0)
+		return false;
+	for (size_t i = n; i < tlen; i++)
+		if (!((text[i] >= '0' && text[i] <= '9') ||
+		      (text[i] >= 'a' && text[i] <= 'f')))
+			return false;
+	return psc_auth_unhex(text + n, raw, 32, &got) == 0 && got == 32;
+}
+
 int psc_auth_key_load(struct psc_auth_key *k, const char *text, char *err,
 		      size_t len)
 {
+	uint8_t raw[32];
 	static const uint8_t salt[crypto_pwhash_SALTBYTES] = "pscomm-job-key1";
 	uint8_t master[crypto_kdf_KEYBYTES], tag[32];
 	size_t tlen = text ? strlen(text) : 0;
@@ -89,6 +119,11 @@ int psc_auth_key_load(struct psc_auth_key *k, const char *text, char *err,
 		crypto_generichash(master, sizeof(master),
 				   (const uint8_t *)"pscomm: no job key", 18,
 				   NULL, 0);
+	} else if (made_key(text, tlen, raw)) {
+		/* 256 random bits: nothing to stretch (auth.h). */
+		crypto_generichash(master, sizeof(master), raw, sizeof(raw),
+				   (const uint8_t *)"pscomm-made-key1", 16);
+		sodium_memzero(raw, sizeof(raw));
 	} else if (crypto_pwhash(master, sizeof(master), text, tlen, salt,
 				 STRETCH_OPS, STRETCH_MEM,
 				 crypto_pwhash_ALG_ARGON2ID13) != 0) {

@@ -80,6 +80,20 @@ struct psc_auth_key {
 int psc_auth_key_load(struct psc_auth_key *k, const char *text, char *err,
 		      size_t len);
 
+/*
+ * A key pscomm makes itself (ps_comm_run, a launcher store's handout) is
+ * PSC_AUTH_MADE_PREFIX and 64 lowercase hex digits: 256 random bits.
+ * psc_auth_key_load takes a key of exactly that form without stretching
+ * (BLAKE2b instead of Argon2id): stretching makes each guess of a weak
+ * key dear, and 256 random bits cannot be guessed, while Argon2id costs
+ * every rank 25 ms of CPU and 16 MiB as it starts. ps_comm_run writes
+ * the same form (tools/ps_comm_run.c). psc_auth_make_key writes a fresh
+ * key into out, PSC_AUTH_MADE_LEN + 1 bytes.
+ */
+#define PSC_AUTH_MADE_PREFIX "pscomm-random-256:"
+#define PSC_AUTH_MADE_LEN (sizeof(PSC_AUTH_MADE_PREFIX) - 1 + 64)
+void psc_auth_make_key(char *out);
+
 /* One side's state of one handshake. */
 struct psc_auth_hs {
 	struct psc_auth_key key;

@@ -90,7 +90,8 @@ PS_COMM_JOB_KEY_FILE="$tmp/key" "$RUNNER" -n 1 -- sh -c "$show" >"$tmp/c4" 2>&1
 k1=$(sort -u "$tmp/c1")
 k2=$(cat "$tmp/c2")
 check "c: ps_comm_run gives both ranks the same key" one_key
-check "c: the key is 64 hex digits" eval 'printf "%s" "$k1" | grep -Eqx "[0-9a-f]{64}"'
+check "c: the key is pscomm's random form: a prefix and 64 hex digits" \
+	eval 'printf "%s" "$k1" | grep -Eqx "pscomm-random-256:[0-9a-f]{64}"'
 check "c: another job gets another key" [ "$k1" != "$k2" ]
 check "c: a key that is set is kept" [ "$(cat "$tmp/c3")" = mine ]
 check "c: a key file that is set is kept (no key made)" [ "$(cat "$tmp/c4")" = none ]

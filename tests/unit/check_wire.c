@@ -200,6 +200,51 @@ START_TEST(test_auth_ok)
 }
 END_TEST
 
+/*
+ * Keys pscomm makes (psc_auth_make_key) are fresh each time and work
+ * like any other; text that only resembles one (an uppercase digit, a
+ * digit short) is still a key of its own, taken the costly way.
+ */
+START_TEST(test_made_key)
+{
+	char a[PSC_AUTH_MADE_LEN + 1], b[PSC_AUTH_MADE_LEN + 1];
+	char up[PSC_AUTH_MADE_LEN + 1], shorter[PSC_AUTH_MADE_LEN];
+	struct psc_auth_key ka, kb, ku, ks;
+	size_t n = strlen(PSC_AUTH_MADE_PREFIX);
+	int crc, src;
+
+	psc_auth_make_key(a);
+	psc_auth_make_key(b);
+	ck_assert_uint_eq(strlen(a), PSC_AUTH_MADE_LEN);
+	ck_assert(strncmp(a, PSC_AUTH_MADE_PREFIX, n) == 0);
+	ck_assert_str_ne(a, b);
+	ka = key_of(a);
+	kb = key_of(b);
+	ck_assert(ka.keyed && kb.keyed);
+	handshake(&ka, &ka, PSC_AUTH_STORE, PSC_AUTH_STORE, "", "", &crc,
+		  &src);
+	ck_assert_int_eq(crc, 0);
+	ck_assert_int_eq(src, 0);
+	handshake(&ka, &kb, PSC_AUTH_STORE, PSC_AUTH_STORE, "", "", &crc,
+		  &src);
+	ck_assert_int_eq(crc, -EACCES);
+	/* Not the form: keys of their own, each different. */
+	memcpy(up, a, sizeof(up));
+	for (size_t i = n; i < PSC_AUTH_MADE_LEN; i++)
+		if (up[i] >= 'a' && up[i] <= 'f')
+			up[i] = (char)(up[i] - 'a' + 'A');
+	memcpy(shorter, a, sizeof(shorter) - 1);
+	shorter[sizeof(shorter) - 1] = '\0';
+	ku = key_of(up);
+	ks = key_of(shorter);
+	ck_assert(ku.keyed && ks.keyed);
+	ck_assert(memcmp(ku.hs, ka.hs, sizeof(ka.hs)) != 0 ||
+		  strcmp(up, a) == 0);
+	ck_assert(memcmp(ks.hs, ka.hs, sizeof(ka.hs)) != 0);
+	ck_assert(memcmp(ks.hs, ku.hs, sizeof(ka.hs)) != 0);
+}
+END_TEST
+
 START_TEST(test_auth_refusals)
 {
 	struct psc_auth_key a = key_of("alpha"), b = key_of("alphb");
@@ -351,6 +396,7 @@ static Suite *wire_suite(void)
 	tc = tcase_create("auth");
 	tcase_add_test(tc, test_auth_ok);
 	tcase_add_test(tc, test_auth_refusals);
+	tcase_add_test(tc, test_made_key);
 	tcase_add_test(tc, test_auth_replay);
 	tcase_add_loop_test(tc, test_auth_tamper, 0, PSC_AUTH_CHAL_LEN);
 	tcase_add_test(tc, test_record_mac);
