@@ -557,6 +557,21 @@ int psc_shmring_poll(struct psc_ep *ep)
 	return n;
 }
 
+/*
+ * One ring's side of psc_shmring_cpu_shared: publish cpu in *mine when
+ * asked, and fold whether *theirs is cpu into *shared (-1, 0 or 1).
+ */
+static void cpu_look(int32_t *mine, const int32_t *theirs, int cpu,
+		     bool publish, int *shared)
+{
+	if (publish)
+		__atomic_store_n(mine, cpu, __ATOMIC_RELAXED);
+	if (__atomic_load_n(theirs, __ATOMIC_RELAXED) == cpu)
+		*shared = 1;
+	else if (*shared < 0)
+		*shared = 0;
+}
+
 int psc_shmring_cpu_shared(struct psc_ep *ep, int cpu)
 {
 	struct psc_shmring *g = ep->shmring;
@@ -564,28 +579,13 @@ int psc_shmring_cpu_shared(struct psc_ep *ep, int cpu)
 	int shared = -1;
 
 	g->cpu = cpu;
-	for (size_t i = 0; i < g->ntx && (publish || shared < 1); i++) {
-		struct ring_hdr *h = g->tx[i].h;
-
-		if (!h)
-			continue;
-		if (publish)
-			__atomic_store_n(&h->cpu_tx, cpu, __ATOMIC_RELAXED);
-		if (__atomic_load_n(&h->cpu_rx, __ATOMIC_RELAXED) == cpu)
-			shared = 1;
-		else if (shared < 0)
-			shared = 0;
-	}
-	for (size_t i = 0; i < g->nrx && (publish || shared < 1); i++) {
-		struct ring_hdr *h = g->rx[i].h;
-
-		if (publish)
-			__atomic_store_n(&h->cpu_rx, cpu, __ATOMIC_RELAXED);
-		if (__atomic_load_n(&h->cpu_tx, __ATOMIC_RELAXED) == cpu)
-			shared = 1;
-		else if (shared < 0)
-			shared = 0;
-	}
+	for (size_t i = 0; i < g->ntx && (publish || shared < 1); i++)
+		if (g->tx[i].h)
+			cpu_look(&g->tx[i].h->cpu_tx, &g->tx[i].h->cpu_rx, cpu,
+				 publish, &shared);
+	for (size_t i = 0; i < g->nrx && (publish || shared < 1); i++)
+		cpu_look(&g->rx[i].h->cpu_rx, &g->rx[i].h->cpu_tx, cpu,
+			 publish, &shared);
 	return shared;
 }
 

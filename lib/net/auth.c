@@ -61,7 +61,7 @@ void psc_auth_make_key(char *out)
 	size_t n = strlen(PSC_AUTH_MADE_PREFIX);
 
 	psc_auth_random(raw, sizeof(raw));
-	memcpy(out, PSC_AUTH_MADE_PREFIX, n);
+	snprintf(out, n + 1, "%s", PSC_AUTH_MADE_PREFIX);
 	psc_auth_hex(raw, sizeof(raw), out + n);
 	sodium_memzero(raw, sizeof(raw));
 }
