@@ -345,16 +345,6 @@ extern const char *const psc_rxm_agree_env[];
 size_t psc_rxm_env_size(const char *name, size_t def);
 
 /*
- * env_default for families layered under ofi_rxm, entry 0:
- * FI_OFI_RXM_BUFFER_SIZE at PSC_RXM_BUFFER (generic.c says why); false
- * from 1. Every such family sets the same value, so the order they run
- * in does not matter, and the ranks agree.
- */
-#define PSC_RXM_BUFFER 8448
-bool psc_rxm_env_default(size_t i, const char **name, char *value,
-			 size_t len, const char **why);
-
-/*
  * explain_open_error for families layered under ofi_rxm: rxm opens the
  * completion queue of its connections at fi_enable, sized by
  * FI_UNIVERSE_SIZE, and a device may refuse one that large (soft-RoCE

@@ -33,9 +33,8 @@ static const struct psc_tunable verbs_tunables[] = {
 	{"FI_VERBS_IFACE", "netdev (prefix) of the RDMA device; default ib"},
 	{"FI_VERBS_DEVICE_NAME", "use only this RDMA device (e.g. mlx5_0)"},
 	{"FI_VERBS_INLINE_SIZE", "bytes sent inline; sets the inject size"},
-	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit and buffer size; must "
-				   "be the same on every rank; pscomm sets "
-				   "8448 unless set"},
+	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit (~16 KiB); must be the "
+				   "same on every rank"},
 	{"FI_OFI_RXM_SAR_LIMIT", "largest segmented message before "
 				 "rendezvous; pscomm sets it to the eager "
 				 "limit (no segmentation) unless set"},
@@ -86,10 +85,7 @@ static size_t verbs_rxm_eager(void)
 static bool verbs_env_default(size_t i, const char **name, char *value,
 			      size_t len, const char **why)
 {
-	/* rxm's first: the SAR limit follows its buffer size. */
-	if (i == 0)
-		return psc_rxm_env_default(i, name, value, len, why);
-	if (i > 1)
+	if (i > 0)
 		return false;
 	*name = "FI_OFI_RXM_SAR_LIMIT";
 	snprintf(value, len, "%llu", verbs_rxm_buffer());
