@@ -177,19 +177,29 @@ static struct psc_ep_shared *shared_new(void)
 }
 
 /*
- * ep leaves what it shares: its partner (if any) forgets it, and the
- * last endpoint frees the rest (the hook forgot ep's arrivals when its
- * requests went, free_requests).
+ * ep's partner (if any) forgets it, under the pair's lock, before
+ * anything of ep closes: progress of the partner, which any thread's
+ * wait may drive while the partner is registered, would otherwise
+ * progress ep as it closes.
+ */
+static void pair_detach(struct psc_ep *ep)
+{
+	pthread_mutex_lock(ep->lock);
+	if (ep->pair)
+		__atomic_store_n(&ep->pair->pair, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&ep->pair, NULL, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(ep->lock);
+}
+
+/*
+ * ep leaves what it shares: the last endpoint frees the rest (the hook
+ * forgot ep's arrivals when its requests went, free_requests).
  */
 static void shared_drop(struct psc_ep *ep)
 {
 	struct psc_ep_shared *sh = ep->sh;
 	bool last;
 
-	pthread_mutex_lock(ep->lock);
-	if (ep->pair)
-		__atomic_store_n(&ep->pair->pair, NULL, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(ep->lock);
 	pthread_mutex_lock(&eps_lock);
 	last = --sh->refs == 0;
 	pthread_mutex_unlock(&eps_lock);
@@ -211,6 +221,7 @@ static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void ep_close(struct psc_ep *ep)
 {
+	pair_detach(ep);
 	/*
 	 * Closing a poisoned endpoint could spin on a dead peer's lock:
 	 * leave it, and what libfabric holds, to the process's exit.
@@ -368,9 +379,19 @@ static void pair_key(const struct psc_fab_config *cfg, enum psc_fab_role role,
 	snprintf(key, len, "pair:%s", k);
 }
 
-/* Open an endpoint of role for a pair and register it under key. */
+/* A key that no ep_key() text can equal: never found for sharing. */
+static void exclusive_key(struct psc_ep *ep)
+{
+	snprintf(ep->key, sizeof(ep->key), "exclusive:%p", (void *)ep);
+}
+
+/*
+ * Open an endpoint of role for a pair and register it under the pair's
+ * key, or under a key of its own when exclusive.
+ */
 static int pair_open(struct psc_ep **out, const struct psc_fab_config *cfg,
-		     enum psc_fab_role role, char *err, size_t len)
+		     enum psc_fab_role role, bool exclusive, char *err,
+		     size_t len)
 {
 	struct psc_fab_config c = *cfg;
 	int rc;
@@ -380,7 +401,10 @@ static int pair_open(struct psc_ep **out, const struct psc_fab_config *cfg,
 	rc = ep_open(out, &c, err, len);
 	if (rc)
 		return rc;
-	pair_key(cfg, role, (*out)->key, sizeof((*out)->key));
+	if (exclusive)
+		exclusive_key(*out);
+	else
+		pair_key(cfg, role, (*out)->key, sizeof((*out)->key));
 	ep_register(*out);
 	return 0;
 }
@@ -413,40 +437,61 @@ static bool find_pair(const struct psc_fab_config *cfg, struct psc_ep **net,
 	return e != NULL;
 }
 
+/*
+ * Open a new pair for cfg (registered under the pair's keys, or under
+ * keys of their own when exclusive); see psc_ep_acquire_pair.
+ */
+static int pair_make(struct psc_ep **net, struct psc_ep **shm,
+		     const struct psc_fab_config *cfg, bool exclusive,
+		     char *err, size_t len)
+{
+	char why[512];
+	int rn = pair_open(net, cfg, PSC_ROLE_NET, exclusive, err, len);
+	int rs = pair_open(shm, cfg, PSC_ROLE_SHM, exclusive, why,
+			   sizeof(why));
+
+	if (rn && rs)
+		return rn;
+	if (rs) {
+		*shm = NULL;
+		psc_log(PSC_LOG_INFO, cfg->rank, "no shared memory endpoint "
+			"(%s): node-local peers use %s", why,
+			psc_ep_provider(*net));
+	} else if (rn) {
+		*net = NULL;
+		psc_log(PSC_LOG_INFO, cfg->rank, "no network endpoint (%s): "
+			"this rank reaches only its own node", err);
+	} else if (!ep_pair(*net, *shm)) {
+		psc_log(PSC_LOG_INFO, cfg->rank, "%s cannot match messages in "
+			"software, so it cannot share one receive queue with "
+			"shm: node-local peers use it too",
+			psc_ep_provider(*net));
+		psc_ep_release(*shm);
+		*shm = NULL;
+	}
+	return 0;
+}
+
 int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
 			const struct psc_fab_config *cfg, uint32_t *ctx,
 			char *err, size_t len)
 {
-	char why[512];
-	int rn, rs;
-
 	if (!find_pair(cfg, net, shm)) {
-		rn = pair_open(net, cfg, PSC_ROLE_NET, err, len);
-		rs = pair_open(shm, cfg, PSC_ROLE_SHM, why, sizeof(why));
-		if (rn && rs)
-			return rn;
-		if (rs) {
-			*shm = NULL;
-			psc_log(PSC_LOG_INFO, cfg->rank, "no shared memory "
-				"endpoint (%s): node-local peers use %s", why,
-				psc_ep_provider(*net));
-		} else if (rn) {
-			*net = NULL;
-			psc_log(PSC_LOG_INFO, cfg->rank, "no network endpoint "
-				"(%s): this rank reaches only its own node",
-				err);
-		} else if (!ep_pair(*net, *shm)) {
-			psc_log(PSC_LOG_INFO, cfg->rank, "%s cannot match "
-				"messages in software, so it cannot share one "
-				"receive queue with shm: node-local peers use "
-				"it too", psc_ep_provider(*net));
-			psc_ep_release(*shm);
-			*shm = NULL;
-		}
+		int rc = pair_make(net, shm, cfg, false, err, len);
+
+		if (rc)
+			return rc;
 	}
 	if (ctx)
 		*ctx = ctx_take();
 	return 0;
+}
+
+int psc_ep_acquire_pair_exclusive(struct psc_ep **net, struct psc_ep **shm,
+				  const struct psc_fab_config *cfg, char *err,
+				  size_t len)
+{
+	return pair_make(net, shm, cfg, true, err, len);
 }
 
 int psc_ep_acquire_exclusive(struct psc_ep **out,
@@ -458,8 +503,7 @@ int psc_ep_acquire_exclusive(struct psc_ep **out,
 
 	if (rc)
 		return rc;
-	/* A key that no ep_key() text can equal: never found for sharing. */
-	snprintf(ep->key, sizeof(ep->key), "exclusive:%p", (void *)ep);
+	exclusive_key(ep);
 	ep_register(ep);
 	*out = ep;
 	return 0;

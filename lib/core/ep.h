@@ -64,6 +64,14 @@ int psc_ep_acquire_pair(struct psc_ep **net, struct psc_ep **shm,
 			const struct psc_fab_config *cfg, uint32_t *ctx,
 			char *err, size_t len);
 
+/*
+ * Like psc_ep_acquire_pair, but always a new pair that no later acquire
+ * shares (the van's, for the same reasons as psc_ep_acquire_exclusive).
+ */
+int psc_ep_acquire_pair_exclusive(struct psc_ep **net, struct psc_ep **shm,
+				  const struct psc_fab_config *cfg, char *err,
+				  size_t len);
+
 /* One more hold on an open endpoint (a split communicator). */
 void psc_ep_hold(struct psc_ep *ep);
 
@@ -343,9 +351,9 @@ void psc_ep_probe(struct psc_ep *ep, struct psc_ep_probe *p);
  * inside the same libfabric call: 0 when none is in progress or it is
  * another call than the last sample saw. A call that stays for a peer
  * timeout can never come back (providers' blocking calls are given short
- * timeouts); psc_ep_abandon then removes the endpoint's files, which
- * nothing else will, and ends the process with status (the caller has
- * said why).
+ * timeouts); psc_ep_abandon then removes the files of the endpoint and
+ * of its pair, which nothing else will, and ends the process with status
+ * (the caller has said why).
  */
 struct psc_ep_stuck {
 	struct psc_ep_probe last;

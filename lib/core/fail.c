@@ -150,17 +150,27 @@ double psc_ep_stuck_for(struct psc_ep *ep, struct psc_ep_stuck *s, double now,
 	return now - s->since;
 }
 
-void psc_ep_abandon(struct psc_ep *ep, int status)
+/* Remove the files of ep's provider for ep, if it has any. */
+static void remove_files(struct psc_ep *ep)
 {
 	const struct psc_provider_ops *prov =
 		psc_provider_lookup(psc_ep_provider(ep));
 
-	/* The endpoint will never be closed: its files go now. */
 	if (prov->remove_regions) {
 		size_t len;
 		const void *name = psc_ep_name(ep, &len);
 
 		prov->remove_regions(name, len, 0);
 	}
+}
+
+void psc_ep_abandon(struct psc_ep *ep, int status)
+{
+	struct psc_ep *pair = __atomic_load_n(&ep->pair, __ATOMIC_ACQUIRE);
+
+	/* The endpoint (and its pair) will never be closed: files go now. */
+	remove_files(ep);
+	if (pair)
+		remove_files(pair);
 	_exit(status);
 }

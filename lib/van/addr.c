@@ -10,8 +10,10 @@
  * PROOF; a fetcher that does not know the key is dropped without a word,
  * strangers are capped at PS_COMM_UNAUTH_MAX, and a van that does not
  * know the key is never asked. Then GET with
- * payload "van"; the answer is VALUE with the slot as rank and payload
- * "provider\0address", or ERROR with a reason.
+ * payload "van"; the answer is VALUE with the slot as rank and the
+ * addresses as psc_van_answer_parse reads them (the network endpoint's,
+ * and with shared memory the node's identity and the shm endpoint's), or
+ * ERROR with a reason.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -24,7 +26,7 @@
 #include "van_int.h"
 
 #define FETCH_KEY "van"
-#define REPLY_MAX 512
+#define REPLY_MAX 768
 /* One fetch may hold the single server thread at most this long. */
 #define SERVE_IO_SEC 2.0
 
@@ -94,8 +96,11 @@ static int van_fetch(void *arg, struct psc_lsn_conn *c,
 	struct psc_van_server *s = arg;
 	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
 				 PSC_WIRE_VALUE, 0, 0, 0, 0};
-	uint8_t out[PSC_WIRE_HDR_LEN + REPLY_MAX];
-	size_t plen = strlen(s->what.provider) + 1;
+	const struct psc_van_served *w = &s->what;
+	uint8_t out[PSC_WIRE_HDR_LEN + REPLY_MAX], *o = out + PSC_WIRE_HDR_LEN;
+	size_t plen = strlen(w->provider) + 1;
+	size_t nodelen = w->shmlen ? strlen(w->node) + 1 : 0;
+	size_t len = plen + 2 + w->namelen + nodelen + w->shmlen;
 	uint32_t slot;
 
 	if (f->type != PSC_WIRE_GET || f->plen != strlen(FETCH_KEY) ||
@@ -104,7 +109,7 @@ static int van_fetch(void *arg, struct psc_lsn_conn *c,
 			f->type);
 		return -EPROTO;
 	}
-	if (plen + s->what.namelen > REPLY_MAX)
+	if (len > REPLY_MAX)
 		return -EMSGSIZE;
 	/* Slots wrap past the tag's rank field, skipping 0. */
 	do
@@ -113,11 +118,18 @@ static int van_fetch(void *arg, struct psc_lsn_conn *c,
 		       (PSC_VAN_SLOT_MAX + 1);
 	while (slot == 0);
 	h.rank = (int32_t)slot;
-	h.len = (uint32_t)(plen + s->what.namelen);
+	h.len = (uint32_t)len;
 	psc_wire_encode(&h, out);
-	memcpy(out + PSC_WIRE_HDR_LEN, s->what.provider, plen);
-	memcpy(out + PSC_WIRE_HDR_LEN + plen, s->what.name,
-	       s->what.namelen);
+	memcpy(o, w->provider, plen);
+	o += plen;
+	*o++ = (uint8_t)(w->namelen >> 8);
+	*o++ = (uint8_t)w->namelen;
+	memcpy(o, w->name, w->namelen);
+	o += w->namelen;
+	if (w->shmlen) {
+		memcpy(o, w->node, nodelen);
+		memcpy(o + nodelen, w->shm, w->shmlen);
+	}
 	psc_lsn_send(c, out, PSC_WIRE_HDR_LEN + h.len);
 	psc_lsn_close(c);
 	return 0;
@@ -213,12 +225,40 @@ void psc_van_unserve(struct psc_van_server *s)
 	free(s);
 }
 
+/*
+ * The shared-memory part of an answer: rest bytes at p, "node\0" then
+ * the address, or nothing. Returns 0 or -EPROTO with err filled.
+ */
+static int answer_shm(const uint8_t *p, size_t rest, struct psc_van_addr *a,
+		      char *err, size_t errlen)
+{
+	const uint8_t *nul = memchr(p, '\0', rest);
+	size_t nodelen;
+
+	a->node[0] = '\0';
+	a->shmlen = 0;
+	if (rest == 0)
+		return 0;
+	nodelen = nul ? (size_t)(nul - p) : 0;
+	if (nodelen == 0 || nodelen >= sizeof(a->node) ||
+	    rest - nodelen - 1 == 0 ||
+	    rest - nodelen - 1 > sizeof(a->shm)) {
+		snprintf(err, errlen, "malformed shared-memory address "
+			 "(%zu bytes)", rest);
+		return -EPROTO;
+	}
+	memcpy(a->node, p, nodelen + 1);
+	a->shmlen = rest - nodelen - 1;
+	memcpy(a->shm, nul + 1, a->shmlen);
+	return 0;
+}
+
 int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
-			 const char *provider, uint32_t *slot, uint8_t *name,
-			 size_t *namelen, char *err, size_t errlen)
+			 const char *provider, struct psc_van_addr *a,
+			 char *err, size_t errlen)
 {
 	const uint8_t *nul = memchr(in, '\0', h->len);
-	size_t n;
+	size_t n, rest;
 
 	if (h->type == PSC_WIRE_ERROR) {
 		snprintf(err, errlen, "refused: %.*s", (int)h->len,
@@ -236,15 +276,17 @@ int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
 			 provider);
 		return -EBADE;
 	}
-	n = h->len - (size_t)(nul + 1 - in);
-	if (n == 0 || n > *namelen) {
-		snprintf(err, errlen, "fabric address of %zu bytes", n);
+	rest = h->len - (size_t)(nul + 1 - in);
+	n = rest >= 2 ? (size_t)nul[1] << 8 | nul[2] : 0;
+	if (n == 0 || n > sizeof(a->name) || n > rest - 2) {
+		snprintf(err, errlen, "fabric address of %zu bytes in %zu", n,
+			 rest);
 		return -EPROTO;
 	}
-	memcpy(name, nul + 1, n);
-	*namelen = n;
-	*slot = (uint32_t)h->rank;
-	return 0;
+	memcpy(a->name, nul + 3, n);
+	a->namelen = n;
+	a->slot = (uint32_t)h->rank;
+	return answer_shm(nul + 3 + n, rest - 2 - n, a, err, errlen);
 }
 
 /* The fetcher's handshake: HELLO, check CHAL, PROOF. */
@@ -281,8 +323,8 @@ static int fetch_auth(int fd, const struct psc_auth_key *key,
 }
 
 int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
-		  const char *provider, double deadline, uint32_t *slot,
-		  uint8_t *name, size_t *namelen, char *err, size_t errlen)
+		  const char *provider, double deadline,
+		  struct psc_van_addr *a, char *err, size_t errlen)
 {
 	struct psc_hostport hp;
 	struct sockaddr_storage ss;
@@ -327,8 +369,7 @@ int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 			rc = -EBADE;
 	}
 	if (!rc)
-		rc = psc_van_answer_parse(&h, in, provider, slot, name,
-					  namelen, err, errlen);
+		rc = psc_van_answer_parse(&h, in, provider, a, err, errlen);
 	close(fd);
 	return rc;
 }

@@ -109,23 +109,31 @@ static void peer_set_alive(struct van_peer *p)
 	__atomic_store(&p->alive, &t, __ATOMIC_RELAXED);
 }
 
+/*
+ * The path to a van whose addresses are a: shared memory (1) when both
+ * have it and run on one node, else the network (0).
+ */
+static int peer_path(const struct ps_comm_van *v, const struct psc_van_addr *a)
+{
+	return v->comm.ch.npaths == 2 && a->shmlen &&
+	       strcmp(a->node, v->node) == 0;
+}
+
 int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 			int port)
 {
-	uint8_t name[256];
-	size_t namelen = sizeof(name);
+	struct psc_van_addr a;
 	fi_addr_t addr = FI_ADDR_NOTAVAIL;
 	struct van_peer *p;
-	uint32_t slot;
 	char err[512];
-	int rc;
+	int rc, path;
 
 	if (!psc_van_ok(v) || node_id < 0 || !host || port <= 0 ||
 	    port > 65535 || !v->bound)
 		return PS_COMM_ERR_ARG;
 	rc = psc_van_fetch(host, port, &v->key, v->comm.provider,
-			   psc_now() + v->comm.params.timeout, &slot, name,
-			   &namelen, err, sizeof(err));
+			   psc_now() + v->comm.params.timeout, &a, err,
+			   sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: connecting node %d at %s:%d: "
 			"%s", node_id, host, port, err);
@@ -138,23 +146,28 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 		return PS_COMM_ERR_NOMEM;
 	}
 	pthread_mutex_lock(&p->send_lock);
+	path = peer_path(v, &a);
 	/* The same endpoint again keeps its AV entry; a new one replaces. */
-	if (p->namelen != namelen || memcmp(p->name, name, namelen) != 0) {
-		rc = psc_ep_av_insert(v->comm.ch.ep, name, &addr);
+	if (p->namelen != a.namelen || memcmp(p->name, a.name, a.namelen) ||
+	    p->path != path) {
+		rc = psc_ep_av_insert(v->comm.ch.path[path].ep,
+				      path ? a.shm : a.name, &addr);
 		if (!rc) {
 			p->addr = addr;
-			memcpy(p->name, name, namelen);
-			p->namelen = namelen;
+			p->path = (uint8_t)path;
+			memcpy(p->name, a.name, a.namelen);
+			p->namelen = a.namelen;
 		}
 	}
 	if (!rc) {
 		size_t ownlen;
 		const void *own = psc_ep_name(v->comm.ch.ep, &ownlen);
 
-		p->slot = slot;
+		p->slot = a.slot;
 		snprintf(p->host, sizeof(p->host), "%s", host);
 		p->port = port;
-		p->self = ownlen == namelen && memcmp(own, name, namelen) == 0;
+		p->self = ownlen == a.namelen &&
+			  memcmp(own, a.name, a.namelen) == 0;
 		/* A node connected again is given another chance. */
 		peer_set_alive(p);
 		__atomic_store_n(&p->failed, 0, __ATOMIC_RELEASE);
@@ -168,9 +181,27 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 			node_id, psc_fab_strerror(-rc));
 		return psc_err_from_fi(rc);
 	}
-	psc_log(PSC_LOG_DEBUG, -1, "van: node %d at %s:%d, slot %u", node_id,
-		host, port, slot);
+	psc_log(PSC_LOG_INFO, -1, "van: node %d at %s:%d over %s, slot %u",
+		node_id, host, port,
+		psc_ep_provider(v->comm.ch.path[path].ep), a.slot);
 	return 0;
+}
+
+struct psc_ep *psc_van_peer_ep(ps_comm_van_t v, int id)
+{
+	struct psc_ep *ep = NULL;
+	struct van_peer *p;
+
+	pthread_mutex_lock(&v->lock);
+	p = psc_van_peer_find(v, id);
+	if (p) {
+		pthread_mutex_lock(&p->send_lock);
+		if (p->addr != FI_ADDR_NOTAVAIL)
+			ep = v->comm.ch.path[p->path].ep;
+		pthread_mutex_unlock(&p->send_lock);
+	}
+	pthread_mutex_unlock(&v->lock);
+	return ep;
 }
 
 /* Whether nothing listens at p's address any more (connection refused). */
@@ -239,19 +270,16 @@ static void silent(struct ps_comm_van *v, struct van_peer *p, const char *err)
 
 void psc_van_probe(struct ps_comm_van *v, struct van_peer *p)
 {
-	uint8_t name[256];
-	size_t namelen = sizeof(name);
-	uint32_t slot;
+	struct psc_van_addr a;
 	char err[512], why[700];
 	int rc;
 
 	p->probed = psc_now();
 	rc = psc_van_fetch(p->host, p->port, &v->key, v->comm.provider,
-			   psc_now() + PROBE_IO_SEC, &slot, name, &namelen,
-			   err, sizeof(err));
+			   psc_now() + PROBE_IO_SEC, &a, err, sizeof(err));
 	if (!rc) {
-		if (namelen == p->namelen &&
-		    memcmp(name, p->name, namelen) == 0) {
+		if (a.namelen == p->namelen &&
+		    memcmp(a.name, p->name, a.namelen) == 0) {
 			peer_set_alive(p);
 			return;
 		}

@@ -96,17 +96,16 @@ static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
 			"and was not connected again", p->id);
 		return PS_COMM_ERR_PEER;
 	}
-	rc = psc_van_send(v, PSC_PROTO_VAN, b->frame, flen, p->addr,
-			  p->slot, PSC_VAN_TAG_FRAME, &b->reqs[k++]);
+	rc = psc_van_send(v, PSC_PROTO_VAN, b->frame, flen, p,
+			  PSC_VAN_TAG_FRAME, &b->reqs[k++]);
 	if (!rc && !inline_meta)
-		rc = psc_van_send(v, PSC_PROTO_VAN, meta, meta_len,
-				  p->addr, p->slot, PSC_VAN_TAG_PIECE,
-				  &b->reqs[k++]);
+		rc = psc_van_send(v, PSC_PROTO_VAN, meta, meta_len, p,
+				  PSC_VAN_TAG_PIECE, &b->reqs[k++]);
 	for (size_t i = 0; !rc && i < nseg; i++)
 		if (!b->in_frame[i])
 			rc = psc_van_send(v, PSC_PROTO_VAN, segs[i].data,
-					  segs[i].len, p->addr, p->slot,
-					  PSC_VAN_TAG_PIECE, &b->reqs[k++]);
+					  segs[i].len, p, PSC_VAN_TAG_PIECE,
+					  &b->reqs[k++]);
 	return rc;
 }
 

@@ -38,9 +38,10 @@
 struct van_peer {
 	int id;
 	pthread_mutex_t send_lock; /* one message's pieces at a time */
-	fi_addr_t addr;		   /* under send_lock */
+	fi_addr_t addr;		   /* under send_lock: on path's endpoint */
+	uint8_t path;		   /* under send_lock: 1 shm, 0 network */
 	uint32_t slot;		   /* under send_lock */
-	uint8_t name[256];
+	uint8_t name[PSC_VAN_NAME_MAX]; /* its network endpoint's address */
 	size_t namelen;
 	char host[256];		   /* where its address is served */
 	int port;
@@ -98,6 +99,7 @@ struct ps_comm_van {
 	bool poll_wait;	      /* PS_COMM_WAIT=poll: no CQ wait object */
 	int my_id;	      /* atomic */
 	struct psc_auth_key key; /* PS_COMM_JOB_KEY: fetches authenticate */
+	char node[PSC_VAN_NODE_MAX]; /* this node's identity (psc_node_id) */
 	uint32_t next_slot;   /* atomic: slots handed out so far + 1 */
 	size_t frame_limit;   /* largest frame this van sends (set at bind) */
 	struct psc_van_server *server;
@@ -158,13 +160,13 @@ int psc_van_wait(ps_comm_request_t *req, ps_comm_status_t *st,
 		 double deadline);
 
 /*
- * Post a tagged send of buf (len bytes) to addr on v's channel, on
- * protocol proto with src in the tag's rank field; *req receives the
- * request. Returns 0 or a PS_COMM_ERR_* value (the post's words go to
- * the debug log).
+ * Post a tagged send of buf (len bytes) to node p on its path, on
+ * protocol proto with p's slot in the tag's rank field; *req receives the
+ * request. p->send_lock held. Returns 0 or a PS_COMM_ERR_* value (the
+ * post's words go to the debug log).
  */
 int psc_van_send(struct ps_comm_van *v, unsigned proto, const void *buf,
-		 size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
+		 size_t len, const struct van_peer *p, uint32_t tag,
 		 ps_comm_request_t *req);
 
 /*

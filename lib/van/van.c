@@ -44,13 +44,14 @@ static int van_posted(int rc, const char *err)
 }
 
 int psc_van_send(struct ps_comm_van *v, unsigned proto, const void *buf,
-		 size_t len, fi_addr_t addr, uint32_t src, uint32_t tag,
+		 size_t len, const struct van_peer *p, uint32_t tag,
 		 ps_comm_request_t *req)
 {
 	char err[256];
 
-	return van_posted(psc_isend_to(&v->comm.ch, proto, buf, len, addr, src,
-				       tag, req, err, sizeof(err)),
+	return van_posted(psc_isend_path(&v->comm.ch, &v->comm.ch.path[p->path],
+					 proto, buf, len, p->addr, p->slot,
+					 tag, req, err, sizeof(err)),
 			  err);
 }
 
@@ -114,11 +115,6 @@ int ps_comm_van_create(ps_comm_van_t *out)
 const char *ps_comm_van_provider(ps_comm_van_t v)
 {
 	return psc_van_ok(v) ? v->comm.provider : "";
-}
-
-struct psc_ep *psc_van_ep(ps_comm_van_t v)
-{
-	return v->comm.ch.ep;
 }
 
 int ps_comm_van_set_id(ps_comm_van_t v, int node_id)
@@ -217,6 +213,77 @@ static int van_universe(void)
 	return (int)n;
 }
 
+/*
+ * Open v's endpoints for cfg: with FI_PROVIDER naming one provider,
+ * that one for every node, as asked; with PS_COMM_INTRA=net, the best
+ * network provider for every node; otherwise a pair, shared memory to
+ * the nodes of this node and the best network provider to the others
+ * (either may be missing), as communicators have. The van sends a large
+ * message's chunks without waiting for a go-ahead (its peers are keyed
+ * by node, not by rank), so where pscomm chooses, it skips providers
+ * that stall behind such chunks. Binds v's channel. Returns 0 or an
+ * internal code with words in err.
+ */
+static int van_open(struct ps_comm_van *v, struct psc_fab_config *cfg,
+		    char *err, size_t len)
+{
+	const char *intra = v->comm.params.intra;
+	struct psc_ep *net = NULL, *shm = NULL;
+	int rc;
+
+	if (strcmp(intra, "auto") != 0 && strcmp(intra, "shm") != 0 &&
+	    strcmp(intra, "net") != 0) {
+		snprintf(err, len, "PS_COMM_INTRA=%s: use auto, shm or net",
+			 intra);
+		return -EINVAL;
+	}
+	if (psc_provider_filter_single(getenv("FI_PROVIDER"))) {
+		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
+	} else if (strcmp(intra, "net") == 0) {
+		cfg->role = PSC_ROLE_NET;
+		cfg->eager_chunks = true;
+		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
+	} else {
+		cfg->eager_chunks = true;
+		rc = psc_ep_acquire_pair_exclusive(&net, &shm, cfg, err, len);
+		if (!net) {
+			net = shm;
+			shm = NULL;
+		}
+	}
+	if (rc)
+		return rc;
+	psc_chan_bind(&v->comm.ch, net, shm);
+	psc_node_id(v->comm.params.node_id, "net", v->node, sizeof(v->node));
+	return 0;
+}
+
+/* Close what van_open opened. */
+static void van_close(struct ps_comm_van *v)
+{
+	psc_chan_release(&v->comm.ch);
+	v->comm.ch.ep = NULL;
+	v->comm.ch.npaths = 0;
+}
+
+/*
+ * Fill what v serves: its network (or only) endpoint's provider and
+ * address, and with a pair this node's identity and the shm address.
+ */
+static void van_served(struct ps_comm_van *v, struct psc_van_served *what)
+{
+	memset(what, 0, sizeof(*what));
+	what->key = &v->key;
+	what->provider = v->comm.provider;
+	what->name = psc_ep_name(v->comm.ch.ep, &what->namelen);
+	if (v->comm.ch.npaths == 2) {
+		what->node = v->node;
+		what->shm = psc_ep_name(v->comm.ch.path[1].ep, &what->shmlen);
+	}
+	what->next_slot = &v->next_slot;
+	what->unauth_max = v->comm.params.unauth_max;
+}
+
 int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
@@ -226,7 +293,6 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	struct psc_iface iface;
 	bool have_iface;
 	socklen_t atlen;
-	struct psc_ep *ep;
 	char err[1024];
 	int rc;
 
@@ -245,12 +311,12 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		cfg.iface = &iface;
 	cfg.poll_wait = v->poll_wait;
 	cfg.universe = van_universe();
-	rc = psc_ep_acquire_exclusive(&ep, &cfg, err, sizeof(err));
+	rc = van_open(v, &cfg, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
-		return psc_err_public(rc, PSC_ERR_OPEN);
+		return rc == -EINVAL ? PS_COMM_ERR_CONFIG
+				     : psc_err_public(rc, PSC_ERR_OPEN);
 	}
-	psc_chan_bind(&v->comm.ch, ep, NULL);
 	v->comm.ch.ctx = 0;
 	/*
 	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which
@@ -259,25 +325,29 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	 * receiving thread waits beside ps-lite's busy sending and app
 	 * threads: sends in flight do not keep it yielding (a lean wait).
 	 */
-	if (psc_ep_spin(v->comm.ch.ep) < 0)
-		psc_ep_set_spin(v->comm.ch.ep, 0);
-	psc_ep_set_lean_wait(v->comm.ch.ep, true);
-	v->frame_limit = PSC_MIN(PSC_MAX(psc_ep_single_limit(v->comm.ch.ep),
+	for (int i = 0; i < v->comm.ch.npaths; i++) {
+		struct psc_ep *ep = v->comm.ch.path[i].ep;
+
+		if (psc_ep_spin(ep) < 0)
+			psc_ep_set_spin(ep, 0);
+		psc_ep_set_lean_wait(ep, true);
+	}
+	/* A frame is one message on either path (the smaller single). */
+	v->frame_limit = psc_ep_single_limit(v->comm.ch.ep);
+	if (v->comm.ch.npaths == 2)
+		v->frame_limit = PSC_MIN(v->frame_limit,
+					 v->comm.ch.path[1].single);
+	v->frame_limit = PSC_MIN(PSC_MAX(v->frame_limit,
 					 (size_t)PSC_VAN_FRAME_MIN),
 				 (size_t)PSC_VAN_FRAME_MAX);
 	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
 		 psc_ep_provider(v->comm.ch.ep));
 	rc = psc_van_watch_start(v);
 	if (rc) {
-		psc_ep_release(v->comm.ch.ep);
-		v->comm.ch.ep = NULL;
+		van_close(v);
 		return rc;
 	}
-	what.key = &v->key;
-	what.provider = v->comm.provider;
-	what.name = psc_ep_name(v->comm.ch.ep, &what.namelen);
-	what.next_slot = &v->next_slot;
-	what.unauth_max = v->comm.params.unauth_max;
+	van_served(v, &what);
 	rc = psc_van_serve(&v->server, &at, atlen, port, max_retry > 0,
 			   v->comm.params.port_range, &what, bound, err,
 			   sizeof(err));
@@ -288,15 +358,16 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 					     : "",
 			rc == -EADDRNOTAVAIL && host ? host : "");
 		psc_van_watch_stop(v);
-		psc_ep_release(v->comm.ch.ep);
-		v->comm.ch.ep = NULL;
+		van_close(v);
 		return rc == -EADDRNOTAVAIL ? PS_COMM_ERR_ARG
 					    : psc_err_from_fi(rc);
 	}
 	v->comm.ch.aborted = false;
 	v->bound = true;
-	psc_log(PSC_LOG_INFO, -1, "van: provider %s, address served on port "
-		"%d", v->comm.provider, *bound);
+	psc_log(PSC_LOG_INFO, -1, "van: provider %s%s, address served on "
+		"port %d", v->comm.provider,
+		v->comm.ch.npaths == 2 ? ", shm to the nodes of this node" : "",
+		*bound);
 	/*
 	 * The van sends a large message's chunks without waiting for a
 	 * go-ahead (its peers are keyed by node, not by rank), which such a
@@ -418,11 +489,11 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	 * open to the process's exit (psc_ep_poison: released, never
 	 * closed); a van stops once, at the end of a ps-lite node.
 	 */
-	if (psc_ep_caps(v->comm.ch.ep)->stop_unclosed)
-		psc_ep_poison(v->comm.ch.ep);
+	for (int i = 0; i < v->comm.ch.npaths; i++)
+		if (psc_ep_caps(v->comm.ch.path[i].ep)->stop_unclosed)
+			psc_ep_poison(v->comm.ch.path[i].ep);
 	psc_van_watch_stop(v);
-	psc_ep_release(v->comm.ch.ep);
-	v->comm.ch.ep = NULL;
+	van_close(v);
 	while ((b = v->pending) != NULL) {
 		v->pending = b->next;
 		b->n = 0; /* requests went with the endpoint */

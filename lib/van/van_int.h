@@ -129,11 +129,28 @@ struct psc_van_server;
 /* What a served van answers with. */
 struct psc_van_served {
 	const struct psc_auth_key *key; /* fetchers must know the job key */
-	const char *provider;	/* the endpoint's provider name */
+	const char *provider;	/* the network (or only) endpoint's provider */
 	const uint8_t *name;	/* its fabric address */
 	size_t namelen;
+	const char *node;	/* with a shared-memory endpoint: this node's */
+	const uint8_t *shm;	/* identity (psc_node_id) and that endpoint's */
+	size_t shmlen;		/* address; shmlen 0: none */
 	uint32_t *next_slot;	/* the van's slot counter (atomic) */
 	int unauth_max;		/* PS_COMM_UNAUTH_MAX */
+};
+
+/* Room for a fabric address and a node identity in an answer. */
+#define PSC_VAN_NAME_MAX 256
+#define PSC_VAN_NODE_MAX 128
+
+/* What a fetch learns of a van (psc_van_served, as the fetcher sees it). */
+struct psc_van_addr {
+	uint32_t slot;			/* to send to it with */
+	uint8_t name[PSC_VAN_NAME_MAX]; /* its network (or only) endpoint */
+	size_t namelen;
+	char node[PSC_VAN_NODE_MAX];	/* "" when shmlen is 0 */
+	uint8_t shm[PSC_VAN_NAME_MAX];	/* its shared-memory endpoint */
+	size_t shmlen;			/* 0: none */
 };
 
 /*
@@ -155,32 +172,37 @@ int psc_van_serve(struct psc_van_server **out,
 void psc_van_unserve(struct psc_van_server *s);
 
 /*
- * Fetch the address served at host:port before deadline: *slot gets the
- * slot to send with, name/namelen (namelen in: room) the fabric address.
- * Both sides prove they know the job key first (net/auth.h); the answer
- * must come from the same provider. Returns 0, -ETIMEDOUT, -EBADE
- * (another key or provider), -EPROTO, or another negative errno, with
- * err filled.
+ * Fetch the address served at host:port before deadline into *a. Both
+ * sides prove they know the job key first (net/auth.h); the answer must
+ * come from the same provider. Returns 0, -ETIMEDOUT, -EBADE (another
+ * key or provider), -EPROTO, or another negative errno, with err filled.
  */
 int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
-		  const char *provider, double deadline, uint32_t *slot,
-		  uint8_t *name, size_t *namelen, char *err, size_t errlen);
+		  const char *provider, double deadline,
+		  struct psc_van_addr *a, char *err, size_t errlen);
 
 /*
  * Check and unpack the answer to a fetch: h is its header, decoded and
  * validated by psc_wire_decode and from the right job, and in its h->len
  * payload bytes (bytes of a stranger: nothing else is trusted). A VALUE
- * must carry a slot in 1..PSC_VAN_SLOT_MAX as rank and "provider\0address"
- * with this node's provider and an address of 1..*namelen bytes. Fills
- * *slot, name and *namelen. Returns 0, -EBADE (an ERROR answer, another
+ * carries a slot in 1..PSC_VAN_SLOT_MAX as rank and the payload
+ * "provider\0", a big-endian u16 n, n bytes of address (1..
+ * PSC_VAN_NAME_MAX), then either nothing or "node\0" (1..
+ * PSC_VAN_NODE_MAX - 1 characters) followed by the shared-memory address
+ * (1..PSC_VAN_NAME_MAX bytes, to the end); the provider must be this
+ * node's. Fills *a. Returns 0, -EBADE (an ERROR answer, another
  * provider) or -EPROTO (malformed), with err filled. Never reads past
  * in + h->len.
  */
 int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
-			 const char *provider, uint32_t *slot, uint8_t *name,
-			 size_t *namelen, char *err, size_t errlen);
+			 const char *provider, struct psc_van_addr *a,
+			 char *err, size_t errlen);
 
-/* The endpoint a bound van runs on (NULL before bind), for tests. */
-struct psc_ep *psc_van_ep(ps_comm_van_t v);
+/*
+ * The endpoint that carries v's messages to node id (shm's, or the
+ * network's), or NULL when v has not connected it; for tests. Takes v's
+ * locks.
+ */
+struct psc_ep *psc_van_peer_ep(ps_comm_van_t v, int id);
 
 #endif /* PSC_VAN_INT_H */

@@ -34,24 +34,26 @@ struct psc_van_watch {
 };
 
 /*
- * The node whose address is a, or NULL (none, or v->lock is held by
- * another thread: the watchdog never waits for a lock).
+ * The node whose address on path is a, or NULL (none, or v->lock is held
+ * by another thread: the watchdog never waits for a lock).
  */
-static struct van_peer *node_of(struct ps_comm_van *v, fi_addr_t a)
+static struct van_peer *node_of(struct ps_comm_van *v, int path, fi_addr_t a)
 {
 	struct van_peer *found = NULL;
 
 	if (a == FI_ADDR_UNSPEC || pthread_mutex_trylock(&v->lock) != 0)
 		return NULL;
 	for (size_t i = 0; i < v->npeers && !found; i++)
-		if (!v->peers[i]->self && v->peers[i]->addr == a)
+		if (!v->peers[i]->self && v->peers[i]->addr == a &&
+		    v->peers[i]->path == path)
 			found = v->peers[i];
 	pthread_mutex_unlock(&v->lock);
 	return found;
 }
 
-static void fatal(struct ps_comm_van *v, const struct psc_ep_probe *p,
-		  const struct van_peer *node, double secs)
+static void fatal(struct ps_comm_van *v, struct psc_ep *ep,
+		  const struct psc_ep_probe *p, const struct van_peer *node,
+		  double secs)
 {
 	char who[320] = "";
 
@@ -62,9 +64,9 @@ static void fatal(struct ps_comm_van *v, const struct psc_ep_probe *p,
 		"%s%s on provider %s for %.1f s and will not come back (the "
 		"node stopped or died while holding what the call needs); "
 		"exiting with status %d (PS_COMM_WATCHDOG=0 disables this)",
-		p->call ? p->call : "libfabric", who, v->comm.provider, secs,
+		p->call ? p->call : "libfabric", who, psc_ep_provider(ep), secs,
 		PSC_EP_STUCK_EXIT);
-	psc_ep_abandon(v->comm.ch.ep, PSC_EP_STUCK_EXIT);
+	psc_ep_abandon(ep, PSC_EP_STUCK_EXIT);
 }
 
 static void *watch_main(void *arg)
@@ -73,21 +75,25 @@ static void *watch_main(void *arg)
 	struct ps_comm_van *v = w->v;
 	double timeout = v->comm.params.peer_timeout;
 	double beat = PSC_MAX(0.05, PSC_MIN(1.0, timeout / 5));
-	struct psc_ep_stuck s = {{0}, 0};
+	struct psc_ep_stuck s[2] = {{{0}, 0}, {{0}, 0}};
 
 	pthread_mutex_lock(&w->lock);
 	while (!w->quit) {
 		struct timespec ts = psc_timespec(psc_now() + beat);
-		struct psc_ep_probe p;
-		double secs;
 
-		secs = psc_ep_stuck_for(v->comm.ch.ep, &s, psc_now(), &p);
-		if (secs >= PSC_MIN(STUCK_FAILED_SEC, timeout)) {
-			struct van_peer *node = node_of(v, p.addr);
-			bool failed = node && psc_van_peer_failed(node);
+		/* Each path's endpoint: shm's sends may spin on a node. */
+		for (int i = 0; i < v->comm.ch.npaths; i++) {
+			struct psc_ep *ep = v->comm.ch.path[i].ep;
+			struct psc_ep_probe p;
+			double secs = psc_ep_stuck_for(ep, &s[i], psc_now(), &p);
+			struct van_peer *node;
 
-			if (secs >= timeout || failed)
-				fatal(v, &p, node, secs);
+			if (secs < PSC_MIN(STUCK_FAILED_SEC, timeout))
+				continue;
+			node = node_of(v, i, p.addr);
+			if (secs >= timeout ||
+			    (node && psc_van_peer_failed(node)))
+				fatal(v, ep, &p, node, secs);
 		}
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 	}

@@ -1,5 +1,7 @@
 #!/bin/sh
-# The ps-lite van on tcp, net and shm: its Check suite (bind, connect, self-
+# The ps-lite van on tcp, net and shm, and with FI_PROVIDER unset (shm
+# inside a node, the network between nodes; a kvstore job split into two
+# nodes by PS_COMM_NODE_ID uses both): its Check suite (bind, connect, self-
 # sends, no-id senders, 8 sending threads, 0 B/1 B/64 MiB segments, stop
 # and start, bad frames, unreachable, dead and silent peers) under each
 # provider, then the
@@ -15,7 +17,27 @@
 SUITE="$top_builddir/tests/unit/check_van"
 KV="$top_builddir/examples/kvstore"
 providers=${PSC_TEST_PROVIDERS:-tcp net shm}
-want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
+# "auto" is the van's default, FI_PROVIDER unset: shm to the nodes of
+# this node and the network provider to the others. It runs where shm
+# and tcp are both tested.
+want() {
+	[ "$1" = auto ] && { want tcp && want shm; return; }
+	case " $providers " in *" $1 "*) return 0 ;; esac
+	return 1
+}
+have() {
+	[ "$1" = auto ] && { have_provider tcp && have_provider shm; return; }
+	have_provider "$1"
+}
+# fabenv PROVIDER: FI_PROVIDER for it, exported (unset for auto).
+fabenv() {
+	if [ "$1" = auto ]; then
+		unset FI_PROVIDER
+	else
+		FI_PROVIDER="$(fab "$1")"
+		export FI_PROVIDER
+	fi
+}
 
 # kvstore_start ROLE COUNT ARGS...: COUNT kvstore processes of ROLE in the
 # background, output appended to $log, their pids appended to $pids.
@@ -23,8 +45,14 @@ kvstore_start() {
 	role=$1 n=$2
 	shift 2
 	i=0
+	# KV_SPLIT: two nodes on this host, scheduler and servers on one,
+	# workers on the other (PS_COMM_NODE_ID), so that each process
+	# reaches some nodes over shm and others over the network.
+	node=${KV_SPLIT:+kv-node-$role}
+	[ "$role" = scheduler ] && node=${KV_SPLIT:+kv-node-server}
 	while [ $i -lt "$n" ]; do
-		DMLC_ROLE=$role timeout 120 "$KV" "$@" >>"$log" 2>&1 &
+		DMLC_ROLE=$role PS_COMM_NODE_ID=$node timeout 120 "$KV" "$@" \
+			>>"$log" 2>&1 &
 		pids="$pids $!"
 		i=$((i + 1))
 	done
@@ -38,7 +66,8 @@ kvstore_job() {
 	pids=
 	# The scheduler's port is fixed (max_retry 0), as in ps-lite.
 	free_port
-	export FI_PROVIDER="$(fab "$prov")" DMLC_PS_ROOT_URI=127.0.0.1 \
+	fabenv "$prov"
+	export DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=$ns DMLC_NUM_WORKER=$nw
 	kvstore_start scheduler 1 "$@"
 	kvstore_start server "$ns" "$@"
@@ -52,22 +81,22 @@ kvstore_job() {
 	# Every worker must report, with no wrong value.
 	good=$(grep -c ", 0 wrong values" "$log")
 	if [ $bad -eq 0 ] && [ "$good" -eq "$nw" ]; then
-		ok "kvstore 1+$ns+$nw on $prov${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}: $(grep -m1 'worker' "$log")"
+		ok "kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}: $(grep -m1 'worker' "$log")"
 	else
-		not_ok "kvstore 1+$ns+$nw on $prov${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}"
+		not_ok "kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}"
 		sed 's/^/#   /' "$log" | tail -20
 	fi
 	rm -f "$log"
 }
 
-for prov in tcp net shm; do
+for prov in tcp net shm auto; do
 	want "$prov" || continue
-	if ! have_provider "$prov"; then
+	if ! have "$prov"; then
 		skip "van on $prov: provider not present"
 		continue
 	fi
 	out=$(mktemp)
-	if FI_PROVIDER="$(fab "$prov")" timeout 600 "$SUITE" >"$out" 2>&1; then
+	if (fabenv "$prov" && exec timeout 600 "$SUITE") >"$out" 2>&1; then
 		ok "check_van on $prov"
 	else
 		# What failed, from this run: a flaky failure may not come back.
@@ -83,8 +112,8 @@ for prov in tcp net shm; do
 	# skipped there and said so (doc/pslite.md, "Known problems").
 	if [ "$prov" = net ] && [ -n "${ASAN_OPTIONS:-}" ]; then
 		skip "check_van on net, max_msg_size 4 KiB: crashes under ASan (open defect)"
-	elif CK_RUN_CASE=van PS_COMM_MAX_MSG_SIZE=4096 FI_PROVIDER="$(fab "$prov")" \
-		timeout 600 "$SUITE" >"$out" 2>&1 &&
+	elif (fabenv "$prov" && CK_RUN_CASE=van PS_COMM_MAX_MSG_SIZE=4096 \
+		exec timeout 600 "$SUITE") >"$out" 2>&1 &&
 		grep -q 'Checks: [1-9]' "$out"; then
 		ok "check_van on $prov, max_msg_size 4 KiB"
 	else
@@ -96,6 +125,7 @@ for prov in tcp net shm; do
 	kvstore_job "$prov" 1 4 -k 5 -s 65536 -i 3
 	# A van waits on its provider's wait object unless told to poll.
 	PS_COMM_WAIT=poll kvstore_job "$prov" 1 1 -k 4 -s 262144 -i 3
+	[ "$prov" = auto ] && KV_SPLIT=1 kvstore_job auto 2 2 -k 8 -s 1048576 -i 3
 done
 # kvstore_kill PROVIDER DELAY: kill -9 the server of a 1+1+1 job DELAY
 # seconds after the worker connected it, in the middle of its pushes and
@@ -106,7 +136,8 @@ kvstore_kill() {
 	prov=$1 delay=$2
 	log=$(mktemp) slog=$(mktemp)
 	free_port
-	export FI_PROVIDER="$(fab "$prov")" DMLC_PS_ROOT_URI=127.0.0.1 \
+	fabenv "$prov"
+	export DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
 	DMLC_ROLE=scheduler timeout 60 "$KV" -k 2 -s 4194304 -i 100000 \
 		>"$slog" 2>&1 &
@@ -133,8 +164,8 @@ kvstore_kill() {
 	src=$?
 	took=$(($(date +%s) - t0))
 	wait "$server" 2>/dev/null
-	# The killed server left its shm region behind.
-	rm -f "/dev/shm/$server:0:0"
+	# The killed server left its shm region (and rings) behind.
+	rm -f "/dev/shm/$server:"* "/dev/shm/psc-ring-$server-"*
 	if [ $wrc -ne 0 ] && [ $wrc -ne 124 ] && [ $src -ne 0 ] &&
 		[ $src -ne 124 ] && [ $took -le 20 ] &&
 		grep -q "kvstore: node [0-9]* failed" "$log"; then
@@ -148,8 +179,8 @@ kvstore_kill() {
 	rm -f "$log" "$slog"
 }
 
-for prov in tcp net shm; do
-	want "$prov" && have_provider "$prov" || continue
+for prov in tcp net shm auto; do
+	want "$prov" && have "$prov" || continue
 	kvstore_kill "$prov" 0.3
 	kvstore_kill "$prov" 1.5
 done
@@ -169,7 +200,8 @@ kvstore_stop() {
 	prov=$1
 	log=$(mktemp)
 	free_port
-	export FI_PROVIDER="$(fab "$prov")" DMLC_PS_ROOT_URI=127.0.0.1 \
+	fabenv "$prov"
+	export DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
 	DMLC_ROLE=scheduler PS_COMM_PEER_TIMEOUT=600 timeout 60 "$KV" -k 4 \
 		-s 65536 -i 1000000 >/dev/null 2>&1 &
@@ -196,7 +228,7 @@ kvstore_stop() {
 	kill -9 "$server" "$sched" 2>/dev/null
 	wait "$server" 2>/dev/null
 	wait "$sched" 2>/dev/null
-	rm -f "/dev/shm/$server:0:0"
+	rm -f "/dev/shm/$server:"* "/dev/shm/psc-ring-$server-"*
 	if awk "BEGIN { exit !($took <= 15) }" &&
 		{ { [ $wrc -eq 1 ] && grep -q "kvstore: node 8 failed" "$log"; } ||
 			{ [ $wrc -eq 75 ] && grep -q " for node 8 " "$log"; }; }; then
@@ -210,8 +242,8 @@ kvstore_stop() {
 	rm -f "$log"
 }
 
-for prov in tcp net shm; do
-	want "$prov" && have_provider "$prov" || continue
+for prov in tcp net shm auto; do
+	want "$prov" && have "$prov" || continue
 	kvstore_stop "$prov"
 done
 

@@ -544,10 +544,13 @@ static ssize_t c_injectdata(struct fid_ep *ep, const void *buf, size_t len,
 	return real_msg->injectdata(ep, buf, len, data, dest);
 }
 
-/* Count the sends of van v's endpoint (on) or stop counting (off). */
-static void count_sends(ps_comm_van_t v, bool on)
+/*
+ * Count the sends of the endpoint van v reaches node id on (on), or stop
+ * counting (off).
+ */
+static void count_sends(ps_comm_van_t v, int id, bool on)
 {
-	struct fid_ep *ep = psc_van_ep(v)->fab.ep;
+	struct fid_ep *ep = psc_van_peer_ep(v, id)->fab.ep;
 
 	if (!on) {
 		ep->tagged = real_tagged;
@@ -623,7 +626,7 @@ START_TEST(test_self_local)
 	ck_assert_int_eq(ps_comm_van_connect(a.van, 1, HOST, a.port), 0);
 	say_hello(&a, 1, &b, 8, "hello");
 	say_hello(&b, 8, &a, 1, "answer");
-	count_sends(a.van, true);
+	count_sends(a.van, 1, true);
 	done_calls = 0;
 	ck_assert_int_eq(ps_comm_van_send(a.van, 1, "first", 5, NULL, 0,
 					  count_done, NULL), 0);
@@ -650,7 +653,7 @@ START_TEST(test_self_local)
 	ck_assert_int_eq(rx.got, 1);
 	send_text(&a, 1, "never received", NULL, 0);
 	ck_assert_int_eq(fabric_sends, 0);
-	count_sends(a.van, false);
+	count_sends(a.van, 1, false);
 	ck_assert_int_eq(ps_comm_van_stop(a.van), 0);
 	ps_comm_van_destroy(a.van);
 	free(data);
@@ -721,6 +724,69 @@ START_TEST(test_segment_sizes)
 }
 END_TEST
 
+/*
+ * Which fabric carries a node's messages. With FI_PROVIDER naming one
+ * provider, that one for every node. Without it, shm to a node of this
+ * node (PS_COMM_NODE_ID equal) and the network provider, never shm, to
+ * a node of another; every path carries segments of 0, 1 and 1 MiB + 3
+ * bytes exactly, both ways.
+ */
+START_TEST(test_paths)
+{
+	const char *fp = getenv("FI_PROVIDER");
+	size_t big = ((size_t)1 << 20) + 3;
+	uint8_t one = 0x5a, *data = malloc(big), *want = malloc(big);
+	ps_comm_van_seg_t segs[3] = {{NULL, 0}, {&one, 1}, {data, big}};
+	struct node a, b, c;
+	struct node *to[2] = {&b, &c};
+	ps_comm_van_msg_t m;
+	const char *prov;
+
+	ck_assert(data && want);
+	fill(data, big, 3);
+	memcpy(want, data, big);
+	setenv("PS_COMM_NODE_ID", "van-node-one", 1);
+	node_up(&a, 8);
+	node_up(&b, 9);
+	setenv("PS_COMM_NODE_ID", "van-node-two", 1);
+	node_up(&c, 10);
+	unsetenv("PS_COMM_NODE_ID");
+	prov = ps_comm_van_provider(a.van);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ps_comm_van_connect(a.van, 9 + i, HOST,
+						     to[i]->port), 0);
+		ck_assert_int_eq(ps_comm_van_connect(to[i]->van, 8, HOST,
+						     a.port), 0);
+	}
+	ck_assert_ptr_null(psc_van_peer_ep(a.van, 11));
+	if (fp && *fp) {
+		ck_assert_str_eq(psc_ep_provider(psc_van_peer_ep(a.van, 9)), prov);
+		ck_assert_str_eq(psc_ep_provider(psc_van_peer_ep(a.van, 10)), prov);
+	} else {
+		ck_assert_str_eq(psc_ep_provider(psc_van_peer_ep(a.van, 9)), "shm");
+		ck_assert_str_eq(psc_ep_provider(psc_van_peer_ep(b.van, 8)), "shm");
+		ck_assert_str_ne(prov, "shm");
+		ck_assert_str_eq(psc_ep_provider(psc_van_peer_ep(a.van, 10)), prov);
+		ck_assert_str_eq(psc_ep_provider(psc_van_peer_ep(c.van, 8)), prov);
+	}
+	for (int i = 0; i < 2; i++) {
+		send_text(&a, 9 + i, "out", segs, 3);
+		expect(to[i], 8, "out", &m);
+		expect_three_segs(&m, 0x5a, want, big);
+		ps_comm_van_msg_release(&m);
+		send_text(to[i], 8, "back", segs, 3);
+		expect(&a, 9 + i, "back", &m);
+		expect_three_segs(&m, 0x5a, want, big);
+		ps_comm_van_msg_release(&m);
+	}
+	ps_comm_van_destroy(c.van);
+	ps_comm_van_destroy(b.van);
+	ps_comm_van_destroy(a.van);
+	free(data);
+	free(want);
+}
+END_TEST
+
 /* ------------------------------------------------ provider contract */
 
 /*
@@ -775,7 +841,9 @@ START_TEST(test_completion_twice)
 	node_up(&a, 9);
 	node_up(&b, 8);
 	say_hello(&a, 9, &b, 8, "first");
-	cq = psc_van_ep(b.van)->fab.cq;
+	/* b's endpoint for node 9 is the one 9's messages arrive on. */
+	ck_assert_int_eq(ps_comm_van_connect(b.van, 9, HOST, a.port), 0);
+	cq = psc_van_peer_ep(b.van, 9)->fab.cq;
 	orig = cq->ops;
 	twice_ops = *orig;
 	real_read = orig->read;
@@ -930,10 +998,8 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 	struct psc_fab_config cfg = {.params = &params, .rank = -1,
 				     .role = PSC_ROLE_ANY};
 	struct psc_auth_key key;
+	struct psc_van_addr a;
 	struct ps_comm c;
-	uint8_t name[256];
-	size_t namelen = sizeof(name);
-	uint32_t slot;
 	ps_comm_request_t r;
 	fi_addr_t addr;
 	char err[512];
@@ -946,12 +1012,12 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 	psc_chan_bind(&c.ch, c.ch.ep, NULL);
 	ck_assert_int_eq(psc_auth_key_load(&key, params.job_key, err,
 					   sizeof(err)), 0);
-	ck_assert_int_eq(psc_van_fetch(HOST, port, &key,
-				       provider, psc_now() + 10, &slot, name,
-				       &namelen, err, sizeof(err)), 0);
-	ck_assert_int_eq(psc_ep_av_insert(c.ch.ep, name, &addr), 0);
+	ck_assert_int_eq(psc_van_fetch(HOST, port, &key, provider,
+				       psc_now() + 10, &a, err, sizeof(err)),
+			 0);
+	ck_assert_int_eq(psc_ep_av_insert(c.ch.ep, a.name, &addr), 0);
 	ck_assert_int_eq(psc_isend_to(&c.ch, PSC_PROTO_VAN, frame, len, addr,
-				      valid_slot ? slot : PSC_VAN_SLOT_MAX - 3,
+				      valid_slot ? a.slot : PSC_VAN_SLOT_MAX - 3,
 				      PSC_VAN_TAG_FRAME, &r, err, sizeof(err)),
 			 0);
 	ck_assert_int_eq(psc_wait(&r, NULL, psc_now() + 10, NULL), 0);
@@ -988,10 +1054,8 @@ END_TEST
 START_TEST(test_wrong_key)
 {
 	struct psc_auth_key other;
+	struct psc_van_addr got;
 	struct node a, b;
-	uint8_t name[256];
-	size_t namelen = sizeof(name);
-	uint32_t slot;
 	char err[512];
 
 	setenv("PS_COMM_JOB_KEY", "van-key-one", 1);
@@ -1004,16 +1068,14 @@ START_TEST(test_wrong_key)
 					   sizeof(err)), 0);
 	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other,
 				       ps_comm_van_provider(a.van),
-				       psc_now() + 5, &slot, name, &namelen,
-				       err, sizeof(err)),
+				       psc_now() + 5, &got, err, sizeof(err)),
 			 -EBADE);
 	ck_assert_msg(strstr(err, "PS_COMM_JOB_KEY") != NULL, "%s", err);
 	ck_assert_int_eq(psc_auth_key_load(&other, "van-key-one", err,
 					   sizeof(err)), 0);
 	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other,
 				       ps_comm_van_provider(a.van),
-				       psc_now() + 5, &slot, name, &namelen,
-				       err, sizeof(err)),
+				       psc_now() + 5, &got, err, sizeof(err)),
 			 0);
 	ps_comm_van_destroy(b.van);
 	ps_comm_van_destroy(a.van);
@@ -1229,7 +1291,7 @@ START_TEST(test_dead_node)
 	 * unmapped, and a post into it faults (across processes it stays
 	 * mapped: see doc/pslite.md).
 	 */
-	if (strcmp(ps_comm_van_provider(a.van), "shm") != 0) {
+	if (strcmp(psc_ep_provider(psc_van_peer_ep(a.van, 8)), "shm") != 0) {
 		dead_err = 0;
 		rc = ps_comm_van_send(a.van, 8, "x", 1, &seg, 1, note_err,
 				      NULL);
@@ -1564,7 +1626,7 @@ static void stuck_node(bool fail_it, int ready)
 		_exit(5);
 	if (fail_it)
 		psc_van_peer_fail(a.van, p, PS_COMM_ERR_PEER, "a test");
-	ep = psc_van_ep(a.van);
+	ep = psc_van_peer_ep(a.van, 8);
 	pthread_mutex_lock(ep->lock);
 	psc_prov_enter(ep, "a send post", p->addr);
 	if (write(ready, "s", 1) != 1)
@@ -1648,6 +1710,7 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_self_local);
 	tcase_add_test(tc, test_no_id_yet);
 	tcase_add_test(tc, test_segment_sizes);
+	tcase_add_test(tc, test_paths);
 	tcase_add_test(tc, test_completion_twice);
 	tcase_add_test(tc, test_eight_senders);
 	tcase_add_test(tc, test_stop_start);
