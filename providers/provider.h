@@ -274,6 +274,20 @@ bool psc_provider_filter_hides(const char *filter, const char *name);
 bool psc_provider_filter_single(const char *filter);
 
 /*
+ * How a process reaches its peers: FI_PROVIDER (filter, NULL: unset)
+ * naming one provider sends everything over it, as asked (ONE);
+ * PS_COMM_INTRA (intra) "net" sends everything over the best network
+ * provider (NET); otherwise node-local peers use shm and the others the
+ * network (NODE). *shm_ignored tells that intra asked for shm, which a
+ * single provider other than shm overrides. Returns 0, or -EINVAL with
+ * words in err for an intra other than auto, shm or net.
+ */
+enum psc_fabrics { PSC_FABRICS_ONE, PSC_FABRICS_NET, PSC_FABRICS_NODE };
+int psc_provider_fabrics(const char *filter, const char *intra,
+			 enum psc_fabrics *out, bool *shm_ignored, char *err,
+			 size_t len);
+
+/*
  * Whether the FI_PROVIDER item of len characters (up to any ';') names
  * provider name, compared as libfabric does: whole, without case.
  */

@@ -4,6 +4,7 @@
  * to the generic profile, whose members also fill any a profile leaves
  * unset.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,6 +82,26 @@ bool psc_provider_layered(const char *prov_name)
 bool psc_provider_filter_single(const char *filter)
 {
 	return filter && *filter && !strpbrk(filter, ",^");
+}
+
+int psc_provider_fabrics(const char *filter, const char *intra,
+			 enum psc_fabrics *out, bool *shm_ignored, char *err,
+			 size_t len)
+{
+	bool one = psc_provider_filter_single(filter);
+
+	if (strcmp(intra, "auto") != 0 && strcmp(intra, "shm") != 0 &&
+	    strcmp(intra, "net") != 0) {
+		snprintf(err, len, "PS_COMM_INTRA=%s: use auto, shm or net",
+			 intra);
+		return -EINVAL;
+	}
+	*shm_ignored = one && strcmp(intra, "shm") == 0 &&
+		       strcmp(filter, PSC_SHM_PROVIDER) != 0;
+	*out = one			   ? PSC_FABRICS_ONE
+	       : strcmp(intra, "net") == 0 ? PSC_FABRICS_NET
+					   : PSC_FABRICS_NODE;
+	return 0;
 }
 
 bool psc_provider_filter_hides(const char *filter, const char *name)

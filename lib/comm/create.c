@@ -149,19 +149,21 @@ static void spin_policy(struct ps_comm *c, int local, bool own_core)
 }
 
 /*
- * How a world communicator reaches its peers: FI_PROVIDER naming one
- * provider sends everything over it, as asked; PS_COMM_INTRA=net sends
- * everything over the best network provider; otherwise node-local peers
- * use shm and the others the network (FAB_NODE).
+ * How a world communicator reaches its peers (psc_provider_fabrics): one
+ * provider, the network for all, or shm inside nodes (FAB_NODE).
  */
-enum fabrics { FAB_ONE, FAB_NET, FAB_NODE };
+enum fabrics {
+	FAB_ONE = PSC_FABRICS_ONE,
+	FAB_NET = PSC_FABRICS_NET,
+	FAB_NODE = PSC_FABRICS_NODE
+};
 
 static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 {
 	const char *fp = getenv("FI_PROVIDER");
-	const char *intra = c->params.intra;
-	bool one = psc_provider_filter_single(fp);
+	enum psc_fabrics f;
 	enum psc_bind bind;
+	bool ignored;
 	char err[256];
 
 	/* PS_COMM_BIND applies after the exchange: check it before. */
@@ -170,19 +172,17 @@ static int fabric_mode(struct ps_comm *c, enum fabrics *mode)
 		return PS_COMM_ERR_CONFIG;
 	}
 
-	if (strcmp(intra, "auto") != 0 && strcmp(intra, "shm") != 0 &&
-	    strcmp(intra, "net") != 0) {
-		psc_comm_set_error(c, "PS_COMM_INTRA=%s: use auto, shm or net",
-				   intra);
+	if (psc_provider_fabrics(fp, c->params.intra, &f, &ignored, err,
+				 sizeof(err))) {
+		psc_comm_set_error(c, "%s", err);
 		return PS_COMM_ERR_CONFIG;
 	}
-	if (one && strcmp(intra, "shm") == 0 &&
-	    fp && strcmp(fp, PSC_SHM_PROVIDER) != 0)
+	if (ignored)
 		psc_log(PSC_LOG_WARN, c->ch.rank, "PS_COMM_INTRA=shm ignored: "
 			"FI_PROVIDER=%s names one provider, so every peer, "
 			"node-local or not, uses it (unset FI_PROVIDER for shm "
 			"inside nodes)", fp);
-	*mode = one ? FAB_ONE : strcmp(intra, "net") == 0 ? FAB_NET : FAB_NODE;
+	*mode = (enum fabrics)f;
 	return 0;
 }
 

@@ -214,32 +214,31 @@ static int van_universe(void)
 }
 
 /*
- * Open v's endpoints for cfg: with FI_PROVIDER naming one provider,
- * that one for every node, as asked; with PS_COMM_INTRA=net, the best
- * network provider for every node; otherwise a pair, shared memory to
- * the nodes of this node and the best network provider to the others
- * (either may be missing), as communicators have. The van sends a large
- * message's chunks without waiting for a go-ahead (its peers are keyed
- * by node, not by rank), so where pscomm chooses, it skips providers
- * that stall behind such chunks. Binds v's channel. Returns 0 or an
- * internal code with words in err.
+ * Open v's endpoints for cfg, as communicators reach their peers
+ * (psc_provider_fabrics): the one provider FI_PROVIDER names for every
+ * node; with PS_COMM_INTRA=net the best network provider for every
+ * node; otherwise a pair, shm to the nodes of this node and the best
+ * network provider to the others (either may be missing). The van sends
+ * a large message's chunks without waiting for a go-ahead (its peers
+ * are keyed by node, not by rank), so where pscomm chooses, it skips
+ * providers that stall behind such chunks. Binds v's channel. Returns 0
+ * or an internal code (-EINVAL: PS_COMM_INTRA) with words in err.
  */
 static int van_open(struct ps_comm_van *v, struct psc_fab_config *cfg,
 		    char *err, size_t len)
 {
-	const char *intra = v->comm.params.intra;
 	struct psc_ep *net = NULL, *shm = NULL;
+	enum psc_fabrics f;
+	bool ignored;
 	int rc;
 
-	if (strcmp(intra, "auto") != 0 && strcmp(intra, "shm") != 0 &&
-	    strcmp(intra, "net") != 0) {
-		snprintf(err, len, "PS_COMM_INTRA=%s: use auto, shm or net",
-			 intra);
-		return -EINVAL;
-	}
-	if (psc_provider_filter_single(getenv("FI_PROVIDER"))) {
+	rc = psc_provider_fabrics(getenv("FI_PROVIDER"), v->comm.params.intra,
+				  &f, &ignored, err, len);
+	if (rc)
+		return rc;
+	if (f == PSC_FABRICS_ONE) {
 		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
-	} else if (strcmp(intra, "net") == 0) {
+	} else if (f == PSC_FABRICS_NET) {
 		cfg->role = PSC_ROLE_NET;
 		cfg->eager_chunks = true;
 		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
@@ -364,9 +363,12 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	}
 	v->comm.ch.aborted = false;
 	v->bound = true;
-	psc_log(PSC_LOG_INFO, -1, "van: provider %s%s, address served on "
+	psc_log(PSC_LOG_INFO, -1, "van: provider %s%s%s%s, address served on "
 		"port %d", v->comm.provider,
-		v->comm.ch.npaths == 2 ? ", shm to the nodes of this node" : "",
+		v->comm.ch.npaths == 2 ? ", and " : "",
+		v->comm.ch.npaths == 2 ? psc_ep_provider(v->comm.ch.path[1].ep)
+				       : "",
+		v->comm.ch.npaths == 2 ? " to the nodes of this node" : "",
 		*bound);
 	/*
 	 * The van sends a large message's chunks without waiting for a

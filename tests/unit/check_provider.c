@@ -552,6 +552,49 @@ START_TEST(test_registry_data)
 }
 END_TEST
 
+/*
+ * How peers are reached, from FI_PROVIDER and PS_COMM_INTRA: one named
+ * provider wins (and overrides intra=shm unless it is shm), a list or an
+ * exclusion leaves pscomm's node-aware choice, intra=net the network for
+ * all; any other intra is refused, naming the variable.
+ */
+START_TEST(test_fabrics)
+{
+	static const struct {
+		const char *filter, *intra;
+		enum psc_fabrics want;
+		bool ignored;
+	} cases[] = {
+		{NULL, "auto", PSC_FABRICS_NODE, false},
+		{"", "shm", PSC_FABRICS_NODE, false},
+		{"tcp", "auto", PSC_FABRICS_ONE, false},
+		{"tcp;ofi_rxm", "shm", PSC_FABRICS_ONE, true},
+		{"shm", "shm", PSC_FABRICS_ONE, false},
+		{"verbs", "net", PSC_FABRICS_ONE, false},
+		{"tcp,shm", "auto", PSC_FABRICS_NODE, false},
+		{"^udp", "net", PSC_FABRICS_NET, false},
+		{NULL, "net", PSC_FABRICS_NET, false},
+	};
+	enum psc_fabrics f;
+	bool ignored;
+	char err[128];
+
+	for (size_t i = 0; i < PSC_ARRAY_SIZE(cases); i++) {
+		ck_assert_int_eq(psc_provider_fabrics(cases[i].filter,
+						      cases[i].intra, &f,
+						      &ignored, err,
+						      sizeof(err)), 0);
+		ck_assert_msg(f == cases[i].want && ignored == cases[i].ignored,
+			      "FI_PROVIDER=%s PS_COMM_INTRA=%s: %d %d",
+			      cases[i].filter ? cases[i].filter : "(unset)",
+			      cases[i].intra, (int)f, (int)ignored);
+	}
+	ck_assert_int_eq(psc_provider_fabrics(NULL, "nvlink", &f, &ignored,
+					      err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "PS_COMM_INTRA=nvlink"), "%s", err);
+}
+END_TEST
+
 static Suite *provider_suite(void)
 {
 	Suite *s = suite_create("provider");
@@ -564,6 +607,7 @@ static Suite *provider_suite(void)
 			    (int)PSC_ARRAY_SIZE(families));
 	tcase_add_test(tc, test_tag_bits);
 	tcase_add_test(tc, test_registry_data);
+	tcase_add_test(tc, test_fabrics);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("accept");
