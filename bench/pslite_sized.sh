@@ -1,8 +1,9 @@
 #!/bin/bash
 # bench/pslite_sized.sh: ps-lite's zero-copy push, pull and pushpull on one
 # key of 4 KiB, 1 MiB and 64 MiB (bench/pslite_sized.cc), over ps-lite's
-# ZeroMQ van and over pscomm's van on each provider, the vans rotating in
-# every round. Every run checks its values exactly.
+# ZeroMQ van and over pscomm's van on each provider (auto: FI_PROVIDER
+# unset, the van's default), the vans rotating in every round. Every run
+# checks its values exactly.
 #
 #	bench/pslite_sized.sh [-r ROUNDS] [-l "1x1 2x2"] [-p "tcp shm"]
 #			      [-c CASES] [-o DIR] PSCOMM_PREFIX PSLITE_DIR
@@ -61,7 +62,10 @@ once() {
 			DMLC_PS_ROOT_URI=127.0.0.1 DMLC_NODE_HOST=127.0.0.1 \
 			DMLC_PS_ROOT_PORT=$((20000 + RANDOM % 20000)) \
 			DMLC_PS_VAN_TYPE=${van%%:*} PS_COMM_JOB_KEY=pslite-sized
-		[ -n "$prov" ] && export FI_PROVIDER=$prov
+		# auto: FI_PROVIDER unset, the van's default (shm inside a
+		# node, which here is every node).
+		unset FI_PROVIDER
+		[ -n "$prov" ] && [ "$prov" != auto ] && export FI_PROVIDER=$prov
 		DMLC_ROLE=scheduler timeout 300 "$prog" "$3" "$4" "$5" & pids+=($!)
 		for ((i = 0; i < s; i++)); do
 			DMLC_ROLE=server timeout 300 "$prog" "$3" "$4" "$5" &
