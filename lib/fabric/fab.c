@@ -8,6 +8,7 @@
  * AV and CQ, then domain and fabric.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -91,11 +92,77 @@ static void installed_providers(char *buf, size_t len)
 	fi_freeinfo(all);
 }
 
+/* The first fi_getinfo's cost (psc_fab_first_cost), under first_lock. */
+static pthread_mutex_t first_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool first_done;
+static double first_cpu, first_wall;
+
+/*
+ * fi_getinfo (or gi, a replay, which is not timed) with the signal guard
+ * that the first call needs (sig.h); the process's first real call is
+ * timed, and the others wait for it.
+ */
+static int fab_getinfo(psc_getinfo_fn gi, uint64_t flags,
+		       const struct fi_info *hints, struct fi_info **list)
+{
+	bool timed = gi == fi_getinfo;
+	double cpu = 0, wall = 0;
+	struct psc_sig_guard sg;
+	int rc;
+
+	if (timed) {
+		pthread_mutex_lock(&first_lock);
+		timed = !first_done;
+		if (!timed)
+			pthread_mutex_unlock(&first_lock);
+		cpu = psc_thread_cpu();
+		wall = psc_now();
+	}
+	psc_sig_guard_enter(&sg);
+	rc = gi(PSC_FI_VERSION, NULL, NULL, flags, hints, list);
+	psc_sig_guard_leave(&sg);
+	if (timed) {
+		first_cpu = psc_thread_cpu() - cpu;
+		first_wall = psc_now() - wall;
+		first_done = true;
+		pthread_mutex_unlock(&first_lock);
+	}
+	return rc;
+}
+
+bool psc_fab_first_cost(double *cpu, double *wall)
+{
+	bool done;
+
+	pthread_mutex_lock(&first_lock);
+	done = first_done;
+	*cpu = first_cpu;
+	*wall = first_wall;
+	pthread_mutex_unlock(&first_lock);
+	return done;
+}
+
+void psc_fab_first_cost_words(char *buf, size_t len)
+{
+	double cpu, wall;
+
+	buf[0] = '\0';
+	if (!psc_fab_first_cost(&cpu, &wall))
+		return;
+	snprintf(buf, len, "libfabric's first fi_getinfo took %.0f ms of CPU "
+		 "(%.0f ms wall)%s", cpu * 1e3, wall * 1e3,
+		 fi_version() < FI_VERSION(1, 19)
+			 ? "; before libfabric 1.19 that includes two reads of "
+			   "/proc/kallsyms by a provider's initialisation, "
+			   "whatever FI_PROVIDER says (doc/fabrics.md, startup "
+			   "cost)"
+			 : "");
+}
+
 int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		 struct fi_info **list, bool *relaxed)
 {
 	struct fi_info *hints = psc_fab_hints(prov_name);
-	struct psc_sig_guard sg;
 	int rc;
 
 	*list = NULL;
@@ -104,17 +171,14 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		gi = fi_getinfo;
 	if (!hints)
 		return -ENOMEM;
-	/* The first fi_getinfo loads the providers (sig.h). */
-	psc_sig_guard_enter(&sg);
-	rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
+	rc = fab_getinfo(gi, 0, hints, list);
 	if (rc == -FI_ENODATA && psc_provider_order_optional(prov_name)) {
 		/* A family without FI_ORDER_SAS: ask again without it. */
 		hints->tx_attr->msg_order = 0;
 		hints->rx_attr->msg_order = 0;
-		rc = gi(PSC_FI_VERSION, NULL, NULL, 0, hints, list);
+		rc = fab_getinfo(gi, 0, hints, list);
 		*relaxed = rc == 0;
 	}
-	psc_sig_guard_leave(&sg);
 	fi_freeinfo(hints);
 	return rc;
 }
@@ -801,15 +865,8 @@ const char *psc_fab_strerror(int err)
 
 int psc_fab_providers(struct fi_info **all)
 {
-	struct psc_sig_guard sg;
-	int rc;
-
 	*all = NULL;
-	psc_sig_guard_enter(&sg);
-	rc = fi_getinfo(PSC_FI_VERSION, NULL, NULL, FI_PROV_ATTR_ONLY, NULL,
-			all);
-	psc_sig_guard_leave(&sg);
-	return rc;
+	return fab_getinfo(fi_getinfo, FI_PROV_ATTR_ONLY, NULL, all);
 }
 
 void psc_fab_freeinfo(struct fi_info *list)

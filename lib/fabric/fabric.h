@@ -158,6 +158,19 @@ const char *psc_fab_strerror(int err);
  */
 int psc_fab_providers(struct fi_info **all);
 
+/*
+ * What this process's first fi_getinfo cost (it loads and initialises
+ * every provider): CPU seconds of the calling thread and wall seconds.
+ * False before that call. Thread-safe.
+ */
+bool psc_fab_first_cost(double *cpu, double *wall);
+
+/*
+ * That cost in words for users ("" before the first call), with what
+ * libfabric before 1.19 spends in it.
+ */
+void psc_fab_first_cost_words(char *buf, size_t len);
+
 /* fi_freeinfo, for callers that must not call libfabric themselves. */
 void psc_fab_freeinfo(struct fi_info *list);
 

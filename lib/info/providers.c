@@ -475,6 +475,7 @@ void psc_info_providers(const struct psc_info *cx)
 {
 	const char *names[MAX_INSTALLED];
 	struct fi_info *all = NULL;
+	char cost[400];
 	size_t n;
 	int rc;
 
@@ -505,6 +506,9 @@ void psc_info_providers(const struct psc_info *cx)
 	n = explain_all(cx, all, names);
 	print_not_built(cx->out, names, n);
 	psc_fab_freeinfo(all);
+	psc_fab_first_cost_words(cost, sizeof(cost));
+	if (cost[0])
+		fprintf(cx->out, "  startup: %s\n", cost);
 }
 
 /* ---------------------------------------------------------- choice */

@@ -30,6 +30,9 @@
 /* Monotonic time in seconds. */
 double psc_now(void);
 
+/* CPU time the calling thread has used, in seconds. */
+double psc_thread_cpu(void);
+
 /*
  * secs (>= 0) as a timespec: a relative timeout, or with psc_now()
  * added, an absolute CLOCK_MONOTONIC time.

@@ -290,7 +290,8 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	struct psc_van_served what;
 	struct sockaddr_storage at;
 	struct psc_iface iface;
-	bool have_iface;
+	double cpu = psc_thread_cpu(), first, wall;
+	bool have_iface, had_first = psc_fab_first_cost(&first, &wall);
 	socklen_t atlen;
 	char err[1024];
 	int rc;
@@ -363,6 +364,11 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	}
 	v->comm.ch.aborted = false;
 	v->bound = true;
+	cpu = psc_thread_cpu() - cpu;
+	if (had_first || !psc_fab_first_cost(&first, &wall))
+		first = 0;
+	psc_log(PSC_LOG_INFO, -1, "van: bound in %.1f ms of CPU, %.1f ms of it "
+		"libfabric's first fi_getinfo", cpu * 1e3, first * 1e3);
 	psc_log(PSC_LOG_INFO, -1, "van: provider %s%s%s%s, address served on "
 		"port %d", v->comm.provider,
 		v->comm.ch.npaths == 2 ? ", and " : "",
