@@ -617,6 +617,36 @@ START_TEST(test_min_rank)
 }
 END_TEST
 
+/*
+ * eager_chunks (the van's choice) leaves out providers that stall behind
+ * chunks arriving before their receive, and says so in the rejects: net
+ * gives way to tcp;ofi_rxm; without it net is the choice.
+ */
+START_TEST(test_eager_chunks)
+{
+	struct fi_info *list = NULL;
+	struct psc_select sel;
+	char err[256];
+
+	ck_assert_int_eq(psc_replay_parse(two_ip_fabrics, &list, err,
+					  sizeof(err)), 0);
+	memset(&sel, 0, sizeof(sel));
+	sel.rank = -1;
+	sel.role = PSC_ROLE_NET;
+	sel.sw_match = true;
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
+			 "net");
+	ck_assert(sel.caps.chunks_wait);
+	sel.eager_chunks = true;
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
+			 "tcp;ofi_rxm");
+	ck_assert(!sel.caps.chunks_wait);
+	ck_assert_msg(strstr(sel.rejects, "net (stalls behind chunks"),
+		      "%s", sel.rejects);
+	fi_freeinfo(list);
+}
+END_TEST
+
 /* IP providers follow the bootstrap interface unless FI_TCP_IFACE is set. */
 START_TEST(test_ip_iface)
 {
@@ -1073,6 +1103,7 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_net_preferred);
 	tcase_add_test(tc, test_libfabric2_dumps);
 	tcase_add_test(tc, test_min_rank);
+	tcase_add_test(tc, test_eager_chunks);
 	tcase_add_test(tc, test_params_applied);
 	suite_add_tcase(s, tc);
 
