@@ -92,18 +92,6 @@ static inline int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
 int psc_comm_set_nodes(struct ps_comm *c, const int *raw);
 
 /*
- * PS_COMM_WAIT's value mode for a job of ranks ranks, on a process that
- * may use cpus cores (0: unknown): *poll is true when waits should poll
- * instead of blocking on the provider's wait object. "auto" polls only
- * when every rank of the job can have a core of this host's (ranks <=
- * cpus), so a caller that counts no ranks (0) gets the wait object.
- * Returns 0, or -EINVAL with words in err for a value other than fd,
- * poll and auto.
- */
-int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll,
-		    char *err, size_t len);
-
-/*
  * Bootstrap a world communicator into c (zeroed, params loaded): rank
  * and size, rendezvous, endpoint, address exchange and agreement checks.
  * Returns 0 or PS_COMM_ERR_* with c->last_error set.

@@ -94,23 +94,6 @@ static int usable_cpus(void)
 							    : 0;
 }
 
-int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll,
-		    char *err, size_t len)
-{
-	if (strcmp(mode, "fd") == 0) {
-		*poll = false;
-	} else if (strcmp(mode, "poll") == 0) {
-		*poll = true;
-	} else if (strcmp(mode, "auto") == 0) {
-		*poll = cpus > 0 && ranks > 0 && ranks <= cpus;
-	} else {
-		snprintf(err, len, "PS_COMM_WAIT: '%s' is not fd, poll or "
-			 "auto", mode);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /*
  * PS_COMM_WAIT for a communicator's endpoints, which are opened before
  * the exchange tells how many ranks share this host: auto counts the

@@ -58,6 +58,10 @@ struct psc_ep {
 	bool in_progress;	       /* inside psc_progress's CQ reads */
 	double spin_us;		       /* busy-poll before backing off */
 	bool lean_wait;		       /* block at once, never yield */
+	size_t av_count;	       /* addresses inserted, under the lock */
+	double quiet_progress;	       /* a pair's half with no address in
+					* its AV: when it was last progressed
+					* (progress.c), under the lock */
 	/* The process's endpoint registry (endpoint.c). */
 	struct psc_ep *next_ep;
 	char key[PSC_EP_KEY_LEN];      /* what sharing it requires */

@@ -451,13 +451,36 @@ static int progress_one(struct psc_ep *ep)
 	return total;
 }
 
+/*
+ * How often a pair's half with no peer in its AV is progressed. It can
+ * still receive (a node that joined it before it joined that node: the
+ * van's), so it is not skipped, but progress of a network provider costs
+ * a system call every pass (rxm polls its wait set), which a van whose
+ * nodes all share its node would pay on every message for nothing.
+ */
+#define QUIET_PROGRESS_SEC 1e-3
+
+/* Progress one half of a pair, a quiet one at most once a millisecond. */
+static int progress_half(struct psc_ep *ep)
+{
+	if (ep->av_count == 0) {
+		double now = psc_now();
+
+		if (now - ep->quiet_progress < QUIET_PROGRESS_SEC)
+			return 0;
+		ep->quiet_progress = now;
+	}
+	return progress_one(ep);
+}
+
 int psc_progress(struct psc_ep *ep)
 {
-	int n = progress_one(ep), m;
+	int n, m;
 
 	if (!ep->pair)
-		return n;
-	m = progress_one(ep->pair);
+		return progress_one(ep);
+	n = progress_half(ep);
+	m = progress_half(ep->pair);
 	return n < 0 ? n : m < 0 ? m : n + m;
 }
 
@@ -558,6 +581,26 @@ static bool only_bells(const struct psc_ep *ep)
 	       ep->posted[1] == ep->posted_bounces;
 }
 
+/*
+ * Sleep on shm's ring bells (ep has rings), so that a ring message
+ * wakes this thread at once, for as long as the backoff would sleep at
+ * step (1 us doubling to 1 ms). Once the steps reached 1 ms and only a
+ * bell can bring the next event, sleep ms milliseconds (10 alone, 1
+ * beside other endpoints). A first message from a peer whose ring is not
+ * mapped yet still comes through libfabric and waits for it. Waking
+ * every millisecond made page faults of the processes beside it 3 to 6
+ * times slower on a VM (doc/fabrics.md, shm). False when ep maps no
+ * ring to sleep on.
+ */
+static bool ring_sleep(struct psc_ep *ep, unsigned step, int ms)
+{
+	double t = step_secs(step);
+
+	if (step > 10 && only_bells(ep))
+		t = ms * 1e-3;
+	return psc_shmring_sleep(ep, t);
+}
+
 /* Block briefly on the CQ's wait object, or back off. */
 static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 {
@@ -596,15 +639,21 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 	/*
 	 * A pair has two CQs: block on the one with a wait fd (the network),
 	 * for no longer than the backoff would sleep, so that the other one
-	 * (shm, which has none) is still read that often.
+	 * (shm, which has none) is still read that often. While the network
+	 * endpoint has no peer at all (a van whose nodes are all on its
+	 * node, so far), sleep on shm's ring bells instead: a message there
+	 * would otherwise wait for the fd's timeout.
 	 */
 	if (ep->pair) {
-		struct psc_ep *w = ep->fab.wait_mode == PSC_WAIT_FD ? ep
-				   : ep->pair;
-		double t = step_secs(idle - 16);
+		bool fd = ep->fab.wait_mode == PSC_WAIT_FD;
+		struct psc_ep *w = fd ? ep : ep->pair, *shm = fd ? ep->pair : ep;
+		unsigned step = idle - (ep->lean_wait ? LEAN_YIELDS : 16);
 
+		if (w->av_count == 0 && shm->shmring &&
+		    ring_sleep(shm, step, ms))
+			return;
 		if (w->fab.wait_mode == PSC_WAIT_FD && !psc_ep_poisoned(w))
-			wait_fd(w, PSC_MIN(t, 1e-3));
+			wait_fd(w, PSC_MIN(step_secs(step), 1e-3));
 		else
 			backoff(idle);
 		return;
@@ -630,28 +679,13 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		return;
 	}
 	/*
-	 * shm with rings: sleep on their bells, so that a ring message wakes
-	 * this thread at once, for as long as the backoff would sleep (1 us
-	 * doubling to 1 ms); a lean wait starts after its LEAN_YIELDS yields
-	 * instead of 16, since a bell, not a yield, now brings ring messages.
+	 * shm with rings: sleep on their bells; a lean wait starts after its
+	 * LEAN_YIELDS yields instead of 16, since a bell, not a yield, now
+	 * brings ring messages.
 	 */
-	if (ep->shmring) {
-		unsigned step = idle - (ep->lean_wait ? LEAN_YIELDS : 16);
-		double t = step_secs(step);
-
-		/*
-		 * Once the steps reached 1 ms and only a bell can bring the
-		 * next event, sleep `ms` (10 ms alone, 1 ms beside other
-		 * endpoints). A first message from a peer whose ring is not
-		 * mapped yet still comes through libfabric and waits for it.
-		 * Waking every millisecond made page faults of the processes
-		 * beside it 3 to 6 times slower on a VM (doc/fabrics.md, shm).
-		 */
-		if (step > 10 && only_bells(ep))
-			t = ms * 1e-3;
-		if (psc_shmring_sleep(ep, t))
-			return;
-	}
+	if (ep->shmring &&
+	    ring_sleep(ep, idle - (ep->lean_wait ? LEAN_YIELDS : 16), ms))
+		return;
 	backoff(idle);
 }
 

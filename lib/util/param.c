@@ -483,3 +483,20 @@ void psc_params_agree_text(const struct psc_params *p, char *buf,
 		PSC_APPEND(buf, len, used, "%s=%s;", d->name, val);
 	}
 }
+
+int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll,
+		    char *err, size_t len)
+{
+	if (strcmp(mode, "fd") == 0) {
+		*poll = false;
+	} else if (strcmp(mode, "poll") == 0) {
+		*poll = true;
+	} else if (strcmp(mode, "auto") == 0) {
+		*poll = cpus > 0 && ranks > 0 && ranks <= cpus;
+	} else {
+		snprintf(err, len, "PS_COMM_WAIT: '%s' is not fd, poll or "
+			 "auto", mode);
+		return -EINVAL;
+	}
+	return 0;
+}

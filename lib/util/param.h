@@ -104,4 +104,16 @@ void psc_param_format(const struct psc_params *p,
 void psc_params_agree_text(const struct psc_params *p, char *buf,
 			   size_t len);
 
+/*
+ * PS_COMM_WAIT's value mode for a job of ranks ranks, on a process that
+ * may use cpus cores (0: unknown): *poll is true when waits should poll
+ * instead of blocking on the provider's wait object. "auto" polls only
+ * when every rank of the job can have a core of this host's (ranks <=
+ * cpus), so a caller that counts no ranks (0) gets the wait object.
+ * Returns 0, or -EINVAL with words in err for a value other than fd,
+ * poll and auto.
+ */
+int psc_wait_policy(const char *mode, int ranks, int cpus, bool *poll,
+		    char *err, size_t len);
+
 #endif /* PSC_PARAM_H */

@@ -96,7 +96,7 @@ static int van_fetch(void *arg, struct psc_lsn_conn *c,
 	struct psc_van_server *s = arg;
 	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
 				 PSC_WIRE_VALUE, 0, 0, 0, 0};
-	const struct psc_van_served *w = &s->what;
+	const struct psc_node_names *w = &s->what.names;
 	uint8_t out[PSC_WIRE_HDR_LEN + REPLY_MAX], *o = out + PSC_WIRE_HDR_LEN;
 	size_t plen = strlen(w->provider) + 1;
 	size_t nodelen = w->shmlen ? strlen(w->node) + 1 : 0;
@@ -251,6 +251,17 @@ static int answer_shm(const uint8_t *p, size_t rest, struct psc_van_addr *a,
 	a->shmlen = rest - nodelen - 1;
 	memcpy(a->shm, nul + 1, a->shmlen);
 	return 0;
+}
+
+void psc_van_addr_names(const struct psc_van_addr *a, const char *provider,
+			struct psc_node_names *out)
+{
+	out->provider = provider;
+	out->name = a->name;
+	out->namelen = a->namelen;
+	out->node = a->node;
+	out->shm = a->shm;
+	out->shmlen = a->shmlen;
 }
 
 int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,

@@ -50,7 +50,7 @@ static struct van_peer *peer_get(struct ps_comm_van *v, int id)
 	if (!p)
 		return NULL;
 	p->id = id;
-	p->addr = FI_ADDR_NOTAVAIL;
+	p->at.addr = PSC_NODE_NO_ADDR;
 	pthread_mutex_init(&p->send_lock, NULL);
 	v->peers[v->npeers++] = p;
 	return p;
@@ -109,31 +109,22 @@ static void peer_set_alive(struct van_peer *p)
 	__atomic_store(&p->alive, &t, __ATOMIC_RELAXED);
 }
 
-/*
- * The path to a van whose addresses are a: shared memory (1) when both
- * have it and run on one node, else the network (0).
- */
-static int peer_path(const struct ps_comm_van *v, const struct psc_van_addr *a)
-{
-	return v->comm.ch.npaths == 2 && a->shmlen &&
-	       strcmp(a->node, v->node) == 0;
-}
-
 int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 			int port)
 {
+	struct psc_node_names names;
+	struct psc_node_addr at;
 	struct psc_van_addr a;
-	fi_addr_t addr = FI_ADDR_NOTAVAIL;
 	struct van_peer *p;
+	const char *over = "";
 	char err[512];
-	int rc, path;
+	int rc;
 
 	if (!psc_van_ok(v) || node_id < 0 || !host || port <= 0 ||
 	    port > 65535 || !v->bound)
 		return PS_COMM_ERR_ARG;
-	rc = psc_van_fetch(host, port, &v->key, v->comm.provider,
-			   psc_now() + v->comm.params.timeout, &a, err,
-			   sizeof(err));
+	rc = psc_van_fetch(host, port, &v->key, v->provider,
+			   psc_now() + v->params.timeout, &a, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: connecting node %d at %s:%d: "
 			"%s", node_id, host, port, err);
@@ -146,28 +137,22 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 		return PS_COMM_ERR_NOMEM;
 	}
 	pthread_mutex_lock(&p->send_lock);
-	path = peer_path(v, &a);
-	/* The same endpoint again keeps its AV entry; a new one replaces. */
-	if (p->namelen != a.namelen || memcmp(p->name, a.name, a.namelen) ||
-	    p->path != path) {
-		rc = psc_ep_av_insert(v->comm.ch.path[path].ep,
-				      path ? a.shm : a.name, &addr);
+	psc_van_addr_names(&a, v->provider, &names);
+	/* The same van again keeps its AV entry; a new one replaces. */
+	if (p->namelen != a.namelen || memcmp(p->name, a.name, a.namelen)) {
+		rc = psc_node_chan_join(v->chan, &names, &at);
 		if (!rc) {
-			p->addr = addr;
-			p->path = (uint8_t)path;
+			p->at = at;
 			memcpy(p->name, a.name, a.namelen);
 			p->namelen = a.namelen;
 		}
 	}
 	if (!rc) {
-		size_t ownlen;
-		const void *own = psc_ep_name(v->comm.ch.ep, &ownlen);
-
 		p->slot = a.slot;
 		snprintf(p->host, sizeof(p->host), "%s", host);
 		p->port = port;
-		p->self = ownlen == a.namelen &&
-			  memcmp(own, a.name, a.namelen) == 0;
+		p->self = psc_node_chan_is_self(v->chan, &names);
+		over = psc_node_chan_path_provider(v->chan, &p->at);
 		/* A node connected again is given another chance. */
 		peer_set_alive(p);
 		__atomic_store_n(&p->failed, 0, __ATOMIC_RELEASE);
@@ -182,8 +167,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 		return psc_err_from_fi(rc);
 	}
 	psc_log(PSC_LOG_INFO, -1, "van: node %d at %s:%d over %s, slot %u",
-		node_id, host, port,
-		psc_ep_provider(v->comm.ch.path[path].ep), a.slot);
+		node_id, host, port, over, a.slot);
 	return 0;
 }
 
@@ -196,8 +180,8 @@ struct psc_ep *psc_van_peer_ep(ps_comm_van_t v, int id)
 	p = psc_van_peer_find(v, id);
 	if (p) {
 		pthread_mutex_lock(&p->send_lock);
-		if (p->addr != FI_ADDR_NOTAVAIL)
-			ep = v->comm.ch.path[p->path].ep;
+		if (p->at.addr != PSC_NODE_NO_ADDR)
+			ep = psc_node_chan_ep(v->chan, p->at.path);
 		pthread_mutex_unlock(&p->send_lock);
 	}
 	pthread_mutex_unlock(&v->lock);
@@ -236,7 +220,7 @@ static bool bye_arrived(struct ps_comm_van *v, struct van_peer *p)
 {
 	if (psc_van_peer_left(p))
 		return true;
-	psc_ep_try_progress(v->comm.ch.ep);
+	psc_node_chan_progress(v->chan);
 	psc_van_take_frames(v);
 	return psc_van_peer_left(p);
 }
@@ -257,11 +241,11 @@ static void silent(struct ps_comm_van *v, struct van_peer *p, const char *err)
 	if (p->unanswered <= heard)
 		p->unanswered = p->probed;
 	quiet = psc_now() - p->unanswered;
-	if (quiet >= v->comm.params.peer_timeout) {
+	if (quiet >= v->params.peer_timeout) {
 		snprintf(why, sizeof(why), "no answer to its probes for %.1f s "
 			 "(PS_COMM_PEER_TIMEOUT): %s", quiet, err);
 		psc_van_peer_fail(v, p, PS_COMM_ERR_PEER, why);
-	} else if (v->comm.op_timeout > 0 && quiet >= v->comm.op_timeout) {
+	} else if (v->params.op_timeout > 0 && quiet >= v->params.op_timeout) {
 		snprintf(why, sizeof(why), "no answer to its probes for %.1f s "
 			 "(PS_COMM_OP_TIMEOUT): %s", quiet, err);
 		psc_van_peer_fail(v, p, PS_COMM_ERR_TIMEOUT, why);
@@ -275,7 +259,7 @@ void psc_van_probe(struct ps_comm_van *v, struct van_peer *p)
 	int rc;
 
 	p->probed = psc_now();
-	rc = psc_van_fetch(p->host, p->port, &v->key, v->comm.provider,
+	rc = psc_van_fetch(p->host, p->port, &v->key, v->provider,
 			   psc_now() + PROBE_IO_SEC, &a, err, sizeof(err));
 	if (!rc) {
 		if (a.namelen == p->namelen &&

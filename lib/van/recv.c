@@ -22,7 +22,7 @@ bool psc_van_inflight_done(const struct van_inflight *f)
 
 static int post_frame_recv(struct ps_comm_van *v)
 {
-	return psc_van_recv(v, PSC_PROTO_VAN, v->frame_buf,
+	return psc_van_recv(v, v->frame_buf,
 			 sizeof(v->frame_buf), -1, PSC_VAN_TAG_FRAME,
 			 &v->frame_req);
 }
@@ -143,7 +143,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 	if (f->meta)
 		memcpy(msg->meta, f->meta, f->meta_len);
 	else
-		rc = psc_van_recv(v, PSC_PROTO_VAN, msg->meta, f->meta_len,
+		rc = psc_van_recv(v, msg->meta, f->meta_len,
 			       (int)slot, PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	for (uint32_t i = 0; !rc && i < f->nseg; i++) {
 		size_t len = (size_t)psc_van_frame_seg_len(f, i);
@@ -158,7 +158,7 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			data += len;
 			continue;
 		}
-		rc = psc_van_recv(v, PSC_PROTO_VAN, buf, len, (int)slot,
+		rc = psc_van_recv(v, buf, len, (int)slot,
 			       PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	}
 	return rc;
@@ -280,7 +280,7 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 			"message from node %d", f.sender);
 		return;
 	}
-	in->deadline = psc_comm_op_deadline(&v->comm);
+	in->deadline = psc_van_op_deadline(v);
 	in->err = post_pieces_recv(v, slot, &f, in);
 	queue_inflight(v, in);
 }
@@ -443,7 +443,7 @@ static int recv_loop(struct ps_comm_van *v, ps_comm_van_msg_t *msg)
 		/* The van's channel failed as a whole (today only when the
 		 * provider broke its contract, progress.c's stray): no
 		 * message can be trusted or will finish any more. */
-		rc = psc_ep_owner_failed(v->comm.ch.ep, &v->comm.ch, NULL, 0);
+		rc = psc_node_chan_failed(v->chan, NULL, 0);
 		if (rc)
 			return psc_err_from_fi(rc);
 		if (!v->frame_req) {
@@ -466,7 +466,8 @@ static int recv_loop(struct ps_comm_van *v, ps_comm_van_msg_t *msg)
 			drop_message(in, rc, held);
 			continue;
 		}
-		psc_ep_wait(v->comm.ch.ep, recv_ready, &w, psc_now() + REAP_SEC);
+		psc_node_chan_wait(v->chan, recv_ready, &w,
+				   psc_now() + REAP_SEC);
 		psc_van_reap(v);
 		if (psc_now() - last_probe >= PROBE_SEC / 4) {
 			last_probe = psc_now();

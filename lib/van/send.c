@@ -71,7 +71,7 @@ void psc_van_reap(struct ps_comm_van *v)
 		char why[160];
 
 		snprintf(why, sizeof(why), "a send to it did not finish within "
-			 "%g s (PS_COMM_OP_TIMEOUT)", v->comm.op_timeout);
+			 "%g s (PS_COMM_OP_TIMEOUT)", v->params.op_timeout);
 		psc_van_peer_fail(v, late, PS_COMM_ERR_TIMEOUT, why);
 	}
 	while ((b = done) != NULL) {
@@ -89,21 +89,21 @@ static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
 	size_t k = 0;
 	int rc;
 
-	if (p->addr == FI_ADDR_NOTAVAIL || psc_van_peer_failed(p))
+	if (p->at.addr == PSC_NODE_NO_ADDR || psc_van_peer_failed(p))
 		return PS_COMM_ERR_PEER;
 	if (psc_van_peer_left(p)) {
 		psc_log(PSC_LOG_WARN, -1, "van: send to node %d, which stopped "
 			"and was not connected again", p->id);
 		return PS_COMM_ERR_PEER;
 	}
-	rc = psc_van_send(v, PSC_PROTO_VAN, b->frame, flen, p,
+	rc = psc_van_send(v, b->frame, flen, p,
 			  PSC_VAN_TAG_FRAME, &b->reqs[k++]);
 	if (!rc && !inline_meta)
-		rc = psc_van_send(v, PSC_PROTO_VAN, meta, meta_len, p,
+		rc = psc_van_send(v, meta, meta_len, p,
 				  PSC_VAN_TAG_PIECE, &b->reqs[k++]);
 	for (size_t i = 0; !rc && i < nseg; i++)
 		if (!b->in_frame[i])
-			rc = psc_van_send(v, PSC_PROTO_VAN, segs[i].data,
+			rc = psc_van_send(v, segs[i].data,
 					  segs[i].len, p, PSC_VAN_TAG_PIECE,
 					  &b->reqs[k++]);
 	return rc;
@@ -151,7 +151,7 @@ int psc_van_post_batch(struct ps_comm_van *v, struct van_peer *p,
 	int rc;
 
 	b->peer = p;
-	b->deadline = psc_comm_op_deadline(&v->comm);
+	b->deadline = psc_van_op_deadline(v);
 	pthread_mutex_lock(&p->send_lock);
 	rc = post_pieces(v, p, b, flen, meta, meta_len, inline_meta, segs,
 			 nseg);
@@ -183,7 +183,7 @@ void psc_van_queue_batch(struct ps_comm_van *v, struct van_batch *b)
 /* Push posted sends along now: the receiving thread may be asleep. */
 static void kick(struct ps_comm_van *v)
 {
-	psc_ep_try_progress(v->comm.ch.ep);
+	psc_node_chan_progress(v->chan);
 }
 
 

@@ -38,8 +38,8 @@
 struct van_peer {
 	int id;
 	pthread_mutex_t send_lock; /* one message's pieces at a time */
-	fi_addr_t addr;		   /* under send_lock: on path's endpoint */
-	uint8_t path;		   /* under send_lock: 1 shm, 0 network */
+	struct psc_node_addr at;   /* under send_lock (v->lock too to
+				      change): where the channel reaches it */
 	uint32_t slot;		   /* under send_lock */
 	uint8_t name[PSC_VAN_NAME_MAX]; /* its network endpoint's address */
 	size_t namelen;
@@ -94,12 +94,13 @@ struct psc_van_watch; /* watch.c */
 struct ps_comm_van {
 	uint32_t magic;	      /* PSC_VAN_HANDLE_MAGIC until destroyed */
 	pthread_mutex_t lock; /* peers, pending, bound */
-	struct ps_comm comm;  /* ep, ctx 0, params; rank and peers unused */
+	struct psc_params params; /* as at create */
+	struct psc_node_chan *chan; /* the channel (p2p/node.h), once bound */
+	char provider[64];    /* the channel's network provider, or "" */
 	bool bound;
 	bool poll_wait;	      /* PS_COMM_WAIT=poll: no CQ wait object */
 	int my_id;	      /* atomic */
 	struct psc_auth_key key; /* PS_COMM_JOB_KEY: fetches authenticate */
-	char node[PSC_VAN_NODE_MAX]; /* this node's identity (psc_node_id) */
 	uint32_t next_slot;   /* atomic: slots handed out so far + 1 */
 	size_t frame_limit;   /* largest frame this van sends (set at bind) */
 	struct psc_van_server *server;
@@ -160,22 +161,24 @@ int psc_van_wait(ps_comm_request_t *req, ps_comm_status_t *st,
 		 double deadline);
 
 /*
- * Post a tagged send of buf (len bytes) to node p on its path, on
- * protocol proto with p's slot in the tag's rank field; *req receives the
- * request. p->send_lock held. Returns 0 or a PS_COMM_ERR_* value (the
- * post's words go to the debug log).
+ * Post a send of buf (len bytes) to node p with tag, p's slot in the
+ * tag's rank field; *req receives the request. p->send_lock held.
+ * Returns 0 or a PS_COMM_ERR_* value (the post's words go to the debug
+ * log).
  */
-int psc_van_send(struct ps_comm_van *v, unsigned proto, const void *buf,
-		 size_t len, const struct van_peer *p, uint32_t tag,
+int psc_van_send(struct ps_comm_van *v, const void *buf, size_t len,
+		 const struct van_peer *p, uint32_t tag,
 		 ps_comm_request_t *req);
 
 /*
- * Post a tagged receive into buf (len bytes) from peer (a slot) and tag
- * on v's channel, on protocol proto; *req receives the request. Returns 0
- * or a PS_COMM_ERR_* value.
+ * Post a receive into buf (len bytes) from peer (a slot, -1 any) and
+ * tag; *req receives the request. Returns 0 or a PS_COMM_ERR_* value.
  */
-int psc_van_recv(struct ps_comm_van *v, unsigned proto, void *buf,
-		 size_t len, int peer, int64_t tag, ps_comm_request_t *req);
+int psc_van_recv(struct ps_comm_van *v, void *buf, size_t len, int peer,
+		 int64_t tag, ps_comm_request_t *req);
+
+/* When an operation started now times out (PS_COMM_OP_TIMEOUT), or 0. */
+double psc_van_op_deadline(const struct ps_comm_van *v);
 
 /* ------------------------------------------------- peer.c: nodes */
 

@@ -1,8 +1,7 @@
 /*
  * The van: node-id-keyed messaging for ps-lite-style parameter servers,
- * built on a pscomm endpoint of its own and the usual progress engine.
- * A van owns an internal communicator (context 0) whose peers are not
- * ranks but node ids, added one at a time as connect fetches their
+ * on a node-addressed channel of p2p (p2p/node.h) whose peers are not
+ * ranks but nodes, added one at a time as connect fetches their
  * addresses. A send posts a frame and its pieces under the destination's
  * lock and returns; the buffers go back to the caller through a callback
  * once the fabric is done with them (reaped by whichever thread is in a
@@ -22,7 +21,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "provider.h"
 #include "state_int.h"
 
 int psc_van_wait(ps_comm_request_t *req, ps_comm_status_t *st,
@@ -43,26 +41,31 @@ static int van_posted(int rc, const char *err)
 	return psc_err_from_fi(rc);
 }
 
-int psc_van_send(struct ps_comm_van *v, unsigned proto, const void *buf,
-		 size_t len, const struct van_peer *p, uint32_t tag,
+int psc_van_send(struct ps_comm_van *v, const void *buf, size_t len,
+		 const struct van_peer *p, uint32_t tag,
 		 ps_comm_request_t *req)
 {
 	char err[256];
 
-	return van_posted(psc_isend_path(&v->comm.ch, &v->comm.ch.path[p->path],
-					 proto, buf, len, p->addr, p->slot,
-					 tag, req, err, sizeof(err)),
+	return van_posted(psc_node_chan_send(v->chan, &p->at, p->slot, tag, buf,
+					     len, req, err, sizeof(err)),
 			  err);
 }
 
-int psc_van_recv(struct ps_comm_van *v, unsigned proto, void *buf,
-		 size_t len, int peer, int64_t tag, ps_comm_request_t *req)
+int psc_van_recv(struct ps_comm_van *v, void *buf, size_t len, int peer,
+		 int64_t tag, ps_comm_request_t *req)
 {
 	char err[256];
 
-	return van_posted(psc_irecv(&v->comm.ch, proto, buf, len, peer, tag,
-				    req, err, sizeof(err)),
+	return van_posted(psc_node_chan_recv(v->chan, peer, tag, buf, len, req,
+					     err, sizeof(err)),
 			  err);
+}
+
+double psc_van_op_deadline(const struct ps_comm_van *v)
+{
+	return v->params.op_timeout > 0 ? psc_now() + v->params.op_timeout
+					: 0;
 }
 
 void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
@@ -89,22 +92,20 @@ int ps_comm_van_create(ps_comm_van_t *out)
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return PS_COMM_ERR_NOMEM;
-	if (psc_params_load(&v->comm.params, err, sizeof(err)) != 0 ||
-	    psc_auth_key_load(&v->key, v->comm.params.job_key, err,
+	if (psc_params_load(&v->params, err, sizeof(err)) != 0 ||
+	    psc_auth_key_load(&v->key, v->params.job_key, err,
 			      sizeof(err)) != 0 ||
 	    /*
 	     * PS_COMM_WAIT: the receiving thread idles beside ps-lite's own
 	     * threads, so counting no ranks, auto keeps the wait object.
 	     */
-	    psc_wait_policy(v->comm.params.wait, 0, 0, &v->poll_wait, err,
+	    psc_wait_policy(v->params.wait, 0, 0, &v->poll_wait, err,
 			    sizeof(err)) != 0) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		free(v);
 		return PS_COMM_ERR_CONFIG;
 	}
 	pthread_mutex_init(&v->lock, NULL);
-	v->comm.ch.rank = -1;
-	v->comm.op_timeout = v->comm.params.op_timeout;
 	v->my_id = PS_COMM_VAN_NO_ID;
 	v->next_slot = 1;
 	v->magic = PSC_VAN_HANDLE_MAGIC;
@@ -114,7 +115,7 @@ int ps_comm_van_create(ps_comm_van_t *out)
 
 const char *ps_comm_van_provider(ps_comm_van_t v)
 {
-	return psc_van_ok(v) ? v->comm.provider : "";
+	return psc_van_ok(v) ? v->provider : "";
 }
 
 int ps_comm_van_set_id(ps_comm_van_t v, int node_id)
@@ -152,7 +153,7 @@ static int van_place(const struct ps_comm_van *v, const char *host,
 		     struct sockaddr_storage *at, socklen_t *atlen,
 		     char *err, size_t len)
 {
-	const char *ifname = v->comm.params.ifname;
+	const char *ifname = v->params.ifname;
 	struct psc_hostport hp;
 	char why[512];
 	int rc;
@@ -213,93 +214,30 @@ static int van_universe(void)
 	return (int)n;
 }
 
-/*
- * Open v's endpoints for cfg, as communicators reach their peers
- * (psc_provider_fabrics): the one provider FI_PROVIDER names for every
- * node; with PS_COMM_INTRA=net the best network provider for every
- * node; otherwise a pair, shm to the nodes of this node and the best
- * network provider to the others (either may be missing). The van sends
- * a large message's chunks without waiting for a go-ahead (its peers
- * are keyed by node, not by rank), so where pscomm chooses, it skips
- * providers that stall behind such chunks. Binds v's channel. Returns 0
- * or an internal code (-EINVAL: PS_COMM_INTRA) with words in err.
- */
-static int van_open(struct ps_comm_van *v, struct psc_fab_config *cfg,
-		    char *err, size_t len)
-{
-	struct psc_ep *net = NULL, *shm = NULL;
-	enum psc_fabrics f;
-	bool ignored;
-	int rc;
-
-	rc = psc_provider_fabrics(getenv("FI_PROVIDER"), v->comm.params.intra,
-				  &f, &ignored, err, len);
-	if (rc)
-		return rc;
-	if (f == PSC_FABRICS_ONE) {
-		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
-	} else if (f == PSC_FABRICS_NET) {
-		cfg->role = PSC_ROLE_NET;
-		cfg->eager_chunks = true;
-		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
-	} else {
-		cfg->eager_chunks = true;
-		rc = psc_ep_acquire_pair_exclusive(&net, &shm, cfg, err, len);
-		if (!net) {
-			net = shm;
-			shm = NULL;
-		}
-	}
-	if (rc)
-		return rc;
-	psc_chan_bind(&v->comm.ch, net, shm);
-	psc_node_id(v->comm.params.node_id, "net", v->node, sizeof(v->node));
-	return 0;
-}
-
-/* Close what van_open opened. */
+/* Close v's channel (bind's failure paths and stop). */
 static void van_close(struct ps_comm_van *v)
 {
-	psc_chan_release(&v->comm.ch);
-	v->comm.ch.ep = NULL;
-	v->comm.ch.npaths = 0;
-}
-
-/*
- * Fill what v serves: its network (or only) endpoint's provider and
- * address, and with a pair this node's identity and the shm address.
- */
-static void van_served(struct ps_comm_van *v, struct psc_van_served *what)
-{
-	memset(what, 0, sizeof(*what));
-	what->key = &v->key;
-	what->provider = v->comm.provider;
-	what->name = psc_ep_name(v->comm.ch.ep, &what->namelen);
-	if (v->comm.ch.npaths == 2) {
-		what->node = v->node;
-		what->shm = psc_ep_name(v->comm.ch.path[1].ep, &what->shmlen);
-	}
-	what->next_slot = &v->next_slot;
-	what->unauth_max = v->comm.params.unauth_max;
+	psc_node_chan_close(v->chan);
+	v->chan = NULL;
+	v->provider[0] = '\0';
 }
 
 int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		     int max_retry, int *bound)
 {
-	struct psc_fab_config cfg = {.rank = -1, .role = PSC_ROLE_ANY};
+	struct psc_node_chan_config cfg = {.iface = NULL};
 	struct psc_van_served what;
 	struct sockaddr_storage at;
 	struct psc_iface iface;
 	double cpu = psc_thread_cpu(), first, wall;
 	bool have_iface, had_first = psc_fab_first_cost(&first, &wall);
 	socklen_t atlen;
-	char err[1024];
+	char err[1024], fabrics[160];
 	int rc;
 
 	if (!psc_van_ok(v) || !bound || port < 0 || port > 65535 ||
 	    max_retry < 0 || v->bound)
 		return PS_COMM_ERR_ARG;
-	cfg.params = &v->comm.params;
 	rc = van_place(v, host, &iface, &have_iface, &at, &atlen, err,
 		       sizeof(err));
 	if (rc) {
@@ -307,49 +245,33 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		return rc == -EINVAL ? PS_COMM_ERR_ARG
 				     : psc_err_public(rc, PSC_ERR_OPEN);
 	}
-	if (have_iface)
-		cfg.iface = &iface;
+	cfg.params = &v->params;
+	cfg.iface = have_iface ? &iface : NULL;
 	cfg.poll_wait = v->poll_wait;
 	cfg.universe = van_universe();
-	rc = van_open(v, &cfg, err, sizeof(err));
+	rc = psc_node_chan_open(&v->chan, &cfg, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s", err);
 		return rc == -EINVAL ? PS_COMM_ERR_CONFIG
 				     : psc_err_public(rc, PSC_ERR_OPEN);
 	}
-	v->comm.ch.ctx = 0;
-	/*
-	 * PS_COMM_SPIN_US's automatic value (-1) counts a job's ranks, which
-	 * a van does not know: ps-lite jobs often put scheduler, servers and
-	 * workers on one host, so do not spin unless a value is set. The
-	 * receiving thread waits beside ps-lite's busy sending and app
-	 * threads: sends in flight do not keep it yielding (a lean wait).
-	 */
-	for (int i = 0; i < v->comm.ch.npaths; i++) {
-		struct psc_ep *ep = v->comm.ch.path[i].ep;
-
-		if (psc_ep_spin(ep) < 0)
-			psc_ep_set_spin(ep, 0);
-		psc_ep_set_lean_wait(ep, true);
-	}
-	/* A frame is one message on either path (the smaller single). */
-	v->frame_limit = psc_ep_single_limit(v->comm.ch.ep);
-	if (v->comm.ch.npaths == 2)
-		v->frame_limit = PSC_MIN(v->frame_limit,
-					 v->comm.ch.path[1].single);
-	v->frame_limit = PSC_MIN(PSC_MAX(v->frame_limit,
+	/* A frame is one message on every path. */
+	v->frame_limit = PSC_MIN(PSC_MAX(psc_node_chan_single(v->chan),
 					 (size_t)PSC_VAN_FRAME_MIN),
 				 (size_t)PSC_VAN_FRAME_MAX);
-	snprintf(v->comm.provider, sizeof(v->comm.provider), "%s",
-		 psc_ep_provider(v->comm.ch.ep));
+	snprintf(v->provider, sizeof(v->provider), "%s",
+		 psc_node_chan_provider(v->chan));
 	rc = psc_van_watch_start(v);
 	if (rc) {
 		van_close(v);
 		return rc;
 	}
-	van_served(v, &what);
+	what.key = &v->key;
+	psc_node_chan_names(v->chan, &what.names);
+	what.next_slot = &v->next_slot;
+	what.unauth_max = v->params.unauth_max;
 	rc = psc_van_serve(&v->server, &at, atlen, port, max_retry > 0,
-			   v->comm.params.port_range, &what, bound, err,
+			   v->params.port_range, &what, bound, err,
 			   sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: %s%s%s", err,
@@ -362,35 +284,15 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 		return rc == -EADDRNOTAVAIL ? PS_COMM_ERR_ARG
 					    : psc_err_from_fi(rc);
 	}
-	v->comm.ch.aborted = false;
 	v->bound = true;
 	cpu = psc_thread_cpu() - cpu;
 	if (had_first || !psc_fab_first_cost(&first, &wall))
 		first = 0;
 	psc_log(PSC_LOG_INFO, -1, "van: bound in %.1f ms of CPU, %.1f ms of it "
 		"libfabric's first fi_getinfo", cpu * 1e3, first * 1e3);
-	psc_log(PSC_LOG_INFO, -1, "van: provider %s%s%s%s, address served on "
-		"port %d", v->comm.provider,
-		v->comm.ch.npaths == 2 ? ", and " : "",
-		v->comm.ch.npaths == 2 ? psc_ep_provider(v->comm.ch.path[1].ep)
-				       : "",
-		v->comm.ch.npaths == 2 ? " to the nodes of this node" : "",
-		*bound);
-	/*
-	 * The van sends a large message's chunks without waiting for a
-	 * go-ahead (its peers are keyed by node, not by rank), which such a
-	 * provider does not keep when they arrive first; its profile says
-	 * what to use instead.
-	 */
-	if (psc_ep_caps(v->comm.ch.ep)->chunks_wait) {
-		const char *advice =
-			psc_provider_lookup(v->comm.provider)->van_advice;
-
-		psc_log(PSC_LOG_WARN, -1, "van: provider %s stops a connection "
-			"behind a message that arrives before its receive%s%s",
-			v->comm.provider, advice ? "; " : "",
-			advice ? advice : "");
-	}
+	psc_node_chan_describe(v->chan, fabrics, sizeof(fabrics));
+	psc_log(PSC_LOG_INFO, -1, "van: provider %s, address served on port "
+		"%d", fabrics, *bound);
 	return 0;
 }
 
@@ -418,8 +320,8 @@ static int drain_sends(struct ps_comm_van *v, double drain)
 {
 	double end = psc_now() + drain;
 
-	while (psc_ep_wait(v->comm.ch.ep, no_pending, v,
-			   PSC_MIN(end, psc_now() + PROBE_SEC)) != 0) {
+	while (!psc_node_chan_wait(v->chan, no_pending, v,
+				   PSC_MIN(end, psc_now() + PROBE_SEC))) {
 		if (psc_now() >= end) {
 			psc_log(PSC_LOG_WARN, -1, "van: stop cancels sends that "
 				"did not finish within %g s", drain);
@@ -445,7 +347,7 @@ static void say_bye(struct ps_comm_van *v)
 		size_t flen;
 
 		if (p->self || psc_van_peer_failed(p) || psc_van_peer_left(p) ||
-		    p->addr == FI_ADDR_NOTAVAIL ||
+		    p->at.addr == PSC_NODE_NO_ADDR ||
 		    psc_van_sender_seen(v, p->id) == 0)
 			continue;
 		b = psc_van_batch_new(v, NULL, 0, NULL, 0, &flen, &inl);
@@ -474,8 +376,8 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	while (__atomic_load_n(&v->in_recv, __ATOMIC_SEQ_CST) > 0)
 		psc_backoff_sleep(1e-3, 1e-3, 0, false, 0);
 	say_bye(v);
-	if (v->comm.op_timeout > 0 && v->comm.op_timeout < drain)
-		drain = v->comm.op_timeout;
+	if (v->params.op_timeout > 0 && v->params.op_timeout < drain)
+		drain = v->params.op_timeout;
 	rc = drain_sends(v, drain);
 	psc_van_unserve(v->server);
 	v->server = NULL;
@@ -492,14 +394,6 @@ int ps_comm_van_stop(ps_comm_van_t v)
 				psc_req_cancel(&b->reqs[i]);
 				b->err = PS_COMM_ERR_CANCELED;
 			}
-	/*
-	 * Where closing the endpoint can crash inside the provider, leave it
-	 * open to the process's exit (psc_ep_poison: released, never
-	 * closed); a van stops once, at the end of a ps-lite node.
-	 */
-	for (int i = 0; i < v->comm.ch.npaths; i++)
-		if (psc_ep_caps(v->comm.ch.path[i].ep)->stop_unclosed)
-			psc_ep_poison(v->comm.ch.path[i].ep);
 	psc_van_watch_stop(v);
 	van_close(v);
 	while ((b = v->pending) != NULL) {
@@ -516,7 +410,6 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	v->nsenders = 0;
 	__atomic_store_n(&v->bound, false, __ATOMIC_RELEASE);
 	__atomic_store_n(&v->stopping, false, __ATOMIC_SEQ_CST);
-	v->comm.provider[0] = '\0';
 	return rc;
 }
 

@@ -19,10 +19,10 @@
 #include <stdint.h>
 
 #include "ps_comm/van.h"
-#include "comm/comm.h"
 #include "net/auth.h"
 #include "net/net.h"
 #include "net/wire.h"
+#include "p2p/node.h"
 #include "util/err.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -129,19 +129,14 @@ struct psc_van_server;
 /* What a served van answers with. */
 struct psc_van_served {
 	const struct psc_auth_key *key; /* fetchers must know the job key */
-	const char *provider;	/* the network (or only) endpoint's provider */
-	const uint8_t *name;	/* its fabric address */
-	size_t namelen;
-	const char *node;	/* with a shared-memory endpoint: this node's */
-	const uint8_t *shm;	/* identity (psc_node_id) and that endpoint's */
-	size_t shmlen;		/* address; shmlen 0: none */
+	struct psc_node_names names;	/* its channel's (p2p/node.h) */
 	uint32_t *next_slot;	/* the van's slot counter (atomic) */
 	int unauth_max;		/* PS_COMM_UNAUTH_MAX */
 };
 
 /* Room for a fabric address and a node identity in an answer. */
-#define PSC_VAN_NAME_MAX 256
-#define PSC_VAN_NODE_MAX 128
+#define PSC_VAN_NAME_MAX PSC_NODE_NAME_MAX
+#define PSC_VAN_NODE_MAX PSC_NODE_ID_MAX
 
 /* What a fetch learns of a van (psc_van_served, as the fetcher sees it). */
 struct psc_van_addr {
@@ -152,6 +147,10 @@ struct psc_van_addr {
 	uint8_t shm[PSC_VAN_NAME_MAX];	/* its shared-memory endpoint */
 	size_t shmlen;			/* 0: none */
 };
+
+/* The names a of a van point into, as its channel takes them. */
+void psc_van_addr_names(const struct psc_van_addr *a, const char *provider,
+			struct psc_node_names *out);
 
 /*
  * Listen on at (an address of this machine, or the wildcard when that was

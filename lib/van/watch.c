@@ -18,7 +18,6 @@
 #include <time.h>
 
 #include "state_int.h"
-#include "core/ep.h"
 #include "util/log.h"
 #include "util/util.h"
 
@@ -37,23 +36,25 @@ struct psc_van_watch {
  * The node whose address on path is a, or NULL (none, or v->lock is held
  * by another thread: the watchdog never waits for a lock).
  */
-static struct van_peer *node_of(struct ps_comm_van *v, int path, fi_addr_t a)
+static struct van_peer *node_of(struct ps_comm_van *v,
+				 const struct psc_node_addr *at)
 {
 	struct van_peer *found = NULL;
 
-	if (a == FI_ADDR_UNSPEC || pthread_mutex_trylock(&v->lock) != 0)
+	if (at->addr == PSC_NODE_NO_ADDR ||
+	    pthread_mutex_trylock(&v->lock) != 0)
 		return NULL;
 	for (size_t i = 0; i < v->npeers && !found; i++)
-		if (!v->peers[i]->self && v->peers[i]->addr == a &&
-		    v->peers[i]->path == path)
+		if (!v->peers[i]->self && v->peers[i]->at.addr == at->addr &&
+		    v->peers[i]->at.path == at->path)
 			found = v->peers[i];
 	pthread_mutex_unlock(&v->lock);
 	return found;
 }
 
-static void fatal(struct ps_comm_van *v, struct psc_ep *ep,
-		  const struct psc_ep_probe *p, const struct van_peer *node,
-		  double secs)
+static void fatal(struct ps_comm_van *v, const char *call,
+		  const struct psc_node_addr *at,
+		  const struct van_peer *node, double secs)
 {
 	char who[320] = "";
 
@@ -64,36 +65,35 @@ static void fatal(struct ps_comm_van *v, struct psc_ep *ep,
 		"%s%s on provider %s for %.1f s and will not come back (the "
 		"node stopped or died while holding what the call needs); "
 		"exiting with status %d (PS_COMM_WATCHDOG=0 disables this)",
-		p->call ? p->call : "libfabric", who, psc_ep_provider(ep), secs,
+		call ? call : "libfabric", who,
+		psc_node_chan_path_provider(v->chan, at), secs,
 		PSC_EP_STUCK_EXIT);
-	psc_ep_abandon(ep, PSC_EP_STUCK_EXIT);
+	psc_node_chan_abandon(v->chan, PSC_EP_STUCK_EXIT);
 }
 
 static void *watch_main(void *arg)
 {
 	struct psc_van_watch *w = arg;
 	struct ps_comm_van *v = w->v;
-	double timeout = v->comm.params.peer_timeout;
+	double timeout = v->params.peer_timeout;
 	double beat = PSC_MAX(0.05, PSC_MIN(1.0, timeout / 5));
-	struct psc_ep_stuck s[2] = {{{0}, 0}, {{0}, 0}};
+	struct psc_node_stuck s;
 
+	memset(&s, 0, sizeof(s));
 	pthread_mutex_lock(&w->lock);
 	while (!w->quit) {
 		struct timespec ts = psc_timespec(psc_now() + beat);
+		struct psc_node_addr at;
+		const char *call;
+		double secs;
 
-		/* Each path's endpoint: shm's sends may spin on a node. */
-		for (int i = 0; i < v->comm.ch.npaths; i++) {
-			struct psc_ep *ep = v->comm.ch.path[i].ep;
-			struct psc_ep_probe p;
-			double secs = psc_ep_stuck_for(ep, &s[i], psc_now(), &p);
-			struct van_peer *node;
+		secs = psc_node_chan_stuck(v->chan, &s, psc_now(), &call, &at);
+		if (secs >= PSC_MIN(STUCK_FAILED_SEC, timeout)) {
+			struct van_peer *node = node_of(v, &at);
 
-			if (secs < PSC_MIN(STUCK_FAILED_SEC, timeout))
-				continue;
-			node = node_of(v, i, p.addr);
 			if (secs >= timeout ||
 			    (node && psc_van_peer_failed(node)))
-				fatal(v, ep, &p, node, secs);
+				fatal(v, call, &at, node, secs);
 		}
 		pthread_cond_timedwait(&w->cond, &w->lock, &ts);
 	}
@@ -107,7 +107,7 @@ int psc_van_watch_start(struct ps_comm_van *v)
 	pthread_condattr_t ca;
 	int rc;
 
-	if (!v->comm.params.watchdog)
+	if (!v->params.watchdog)
 		return 0;
 	w = calloc(1, sizeof(*w));
 	if (!w)

@@ -990,38 +990,40 @@ END_TEST
 
 /* -------------------------------------------------------- bad input */
 
-/* A raw endpoint that sends crafted frames to van port p. */
+/*
+ * A raw node channel (p2p/node.h, as a van opens it) that sends crafted
+ * frames to the van at port p.
+ */
 static void send_raw(int port, bool valid_slot, const void *frame,
 		     size_t len, const char *provider)
 {
 	struct psc_params params;
-	struct psc_fab_config cfg = {.params = &params, .rank = -1,
-				     .role = PSC_ROLE_ANY};
+	struct psc_node_chan_config cfg = {.params = &params};
+	struct psc_node_chan *n;
+	struct psc_node_names names;
+	struct psc_node_addr at;
 	struct psc_auth_key key;
 	struct psc_van_addr a;
-	struct ps_comm c;
 	ps_comm_request_t r;
-	fi_addr_t addr;
 	char err[512];
 
-	memset(&c, 0, sizeof(c));
 	ck_assert_int_eq(psc_params_load(&params, err, sizeof(err)), 0);
-	c.params = params;
-	ck_assert_int_eq(psc_ep_acquire_exclusive(&c.ch.ep, &cfg, err,
-						  sizeof(err)), 0);
-	psc_chan_bind(&c.ch, c.ch.ep, NULL);
+	ck_assert_int_eq(psc_node_chan_open(&n, &cfg, err, sizeof(err)), 0);
 	ck_assert_int_eq(psc_auth_key_load(&key, params.job_key, err,
 					   sizeof(err)), 0);
 	ck_assert_int_eq(psc_van_fetch(HOST, port, &key, provider,
 				       psc_now() + 10, &a, err, sizeof(err)),
 			 0);
-	ck_assert_int_eq(psc_ep_av_insert(c.ch.ep, a.name, &addr), 0);
-	ck_assert_int_eq(psc_isend_to(&c.ch, PSC_PROTO_VAN, frame, len, addr,
-				      valid_slot ? a.slot : PSC_VAN_SLOT_MAX - 3,
-				      PSC_VAN_TAG_FRAME, &r, err, sizeof(err)),
+	psc_van_addr_names(&a, provider, &names);
+	ck_assert_int_eq(psc_node_chan_join(n, &names, &at), 0);
+	ck_assert_int_eq(psc_node_chan_send(n, &at,
+					    valid_slot ? a.slot
+						       : PSC_VAN_SLOT_MAX - 3,
+					    PSC_VAN_TAG_FRAME, frame, len, &r,
+					    err, sizeof(err)),
 			 0);
 	ck_assert_int_eq(psc_wait(&r, NULL, psc_now() + 10, NULL), 0);
-	psc_ep_release(c.ch.ep);
+	psc_node_chan_close(n);
 }
 
 START_TEST(test_bad_frames)
@@ -1628,7 +1630,7 @@ static void stuck_node(bool fail_it, int ready)
 		psc_van_peer_fail(a.van, p, PS_COMM_ERR_PEER, "a test");
 	ep = psc_van_peer_ep(a.van, 8);
 	pthread_mutex_lock(ep->lock);
-	psc_prov_enter(ep, "a send post", p->addr);
+	psc_prov_enter(ep, "a send post", p->at.addr);
 	if (write(ready, "s", 1) != 1)
 		_exit(6);
 	for (;;)

@@ -1,0 +1,277 @@
+/*
+ * The node-addressed channel (p2p/node.h): a channel of its own
+ * endpoints, with no ranks, whose peers are addressed by path and
+ * address.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p2p/chan.h"
+#include "p2p/node.h"
+#include "provider.h"
+#include "util/log.h"
+#include "util/param.h"
+#include "util/util.h"
+
+_Static_assert(PSC_NODE_NO_ADDR == FI_ADDR_NOTAVAIL,
+	       "node.h's no-address is libfabric's");
+
+struct psc_node_chan {
+	struct psc_chan ch;		/* path 0 network (or only), 1 shm */
+	char provider[64];		/* path 0's */
+	char node[PSC_NODE_ID_MAX];	/* this node's identity */
+	size_t single;
+};
+
+/*
+ * Open the endpoints as communicators reach their peers
+ * (psc_provider_fabrics). The van sends a large message's chunks
+ * without waiting for a go-ahead (its peers are keyed by node, not by
+ * rank), so where pscomm chooses, it skips providers that stall behind
+ * such chunks. Binds n's channel.
+ */
+static int open_paths(struct psc_node_chan *n, struct psc_fab_config *cfg,
+		      char *err, size_t len)
+{
+	struct psc_ep *net = NULL, *shm = NULL;
+	enum psc_fabrics f;
+	bool ignored;
+	int rc;
+
+	rc = psc_provider_fabrics(getenv("FI_PROVIDER"), cfg->params->intra,
+				  &f, &ignored, err, len);
+	if (rc)
+		return rc;
+	if (f == PSC_FABRICS_ONE) {
+		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
+	} else if (f == PSC_FABRICS_NET) {
+		cfg->role = PSC_ROLE_NET;
+		cfg->eager_chunks = true;
+		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
+	} else {
+		cfg->eager_chunks = true;
+		rc = psc_ep_acquire_pair_exclusive(&net, &shm, cfg, err, len);
+		if (!net) {
+			net = shm;
+			shm = NULL;
+		}
+	}
+	if (rc)
+		return rc;
+	psc_chan_bind(&n->ch, net, shm);
+	n->ch.rank = -1;
+	n->ch.ctx = 0;
+	return 0;
+}
+
+/* A provider that keeps few unexpected chunks: say what to use instead. */
+static void warn_chunks_wait(const struct psc_node_chan *n)
+{
+	const char *advice;
+
+	if (!psc_ep_caps(n->ch.ep)->chunks_wait)
+		return;
+	advice = psc_provider_lookup(n->provider)->van_advice;
+	psc_log(PSC_LOG_WARN, -1, "van: provider %s stops a connection behind "
+		"a message that arrives before its receive%s%s", n->provider,
+		advice ? "; " : "", advice ? advice : "");
+}
+
+int psc_node_chan_open(struct psc_node_chan **out,
+		       const struct psc_node_chan_config *cfg, char *err,
+		       size_t len)
+{
+	struct psc_fab_config fc = {
+		.params = cfg->params,
+		.iface = cfg->iface,
+		.rank = -1,
+		.role = PSC_ROLE_ANY,
+		.poll_wait = cfg->poll_wait,
+		.universe = cfg->universe,
+	};
+	struct psc_node_chan *n = calloc(1, sizeof(*n));
+	int rc;
+
+	*out = NULL;
+	if (!n)
+		return -ENOMEM;
+	rc = open_paths(n, &fc, err, len);
+	if (rc) {
+		free(n);
+		return rc;
+	}
+	n->single = n->ch.path[0].single;
+	for (int i = 0; i < n->ch.npaths; i++) {
+		struct psc_ep *ep = n->ch.path[i].ep;
+
+		/*
+		 * PS_COMM_SPIN_US's automatic value (-1) counts a job's
+		 * ranks, which a van does not know: ps-lite jobs often put
+		 * every node on one host, so do not spin unless asked. Sends
+		 * in flight do not keep a wait yielding (a lean wait).
+		 */
+		if (psc_ep_spin(ep) < 0)
+			psc_ep_set_spin(ep, 0);
+		psc_ep_set_lean_wait(ep, true);
+		n->single = PSC_MIN(n->single, n->ch.path[i].single);
+	}
+	snprintf(n->provider, sizeof(n->provider), "%s",
+		 psc_ep_provider(n->ch.ep));
+	psc_node_id(cfg->params->node_id, "net", n->node, sizeof(n->node));
+	warn_chunks_wait(n);
+	*out = n;
+	return 0;
+}
+
+void psc_node_chan_close(struct psc_node_chan *n)
+{
+	if (!n)
+		return;
+	/*
+	 * Where closing an endpoint can crash inside the provider, leave it
+	 * open to the process's exit (psc_ep_poison: released, never
+	 * closed); a van stops once, at the end of a ps-lite node.
+	 */
+	for (int i = 0; i < n->ch.npaths; i++)
+		if (psc_ep_caps(n->ch.path[i].ep)->stop_unclosed)
+			psc_ep_poison(n->ch.path[i].ep);
+	psc_chan_release(&n->ch);
+	free(n);
+}
+
+void psc_node_chan_names(const struct psc_node_chan *n,
+			 struct psc_node_names *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->provider = n->provider;
+	out->name = psc_ep_name(n->ch.ep, &out->namelen);
+	out->node = "";
+	if (n->ch.npaths == 2) {
+		out->node = n->node;
+		out->shm = psc_ep_name(n->ch.path[1].ep, &out->shmlen);
+	}
+}
+
+const char *psc_node_chan_provider(const struct psc_node_chan *n)
+{
+	return n->provider;
+}
+
+void psc_node_chan_describe(const struct psc_node_chan *n, char *buf,
+			    size_t len)
+{
+	if (n->ch.npaths == 2)
+		snprintf(buf, len, "%s, and %s to the nodes of this node",
+			 n->provider, psc_ep_provider(n->ch.path[1].ep));
+	else
+		snprintf(buf, len, "%s", n->provider);
+}
+
+size_t psc_node_chan_single(const struct psc_node_chan *n)
+{
+	return n->single;
+}
+
+int psc_node_chan_join(struct psc_node_chan *n,
+		       const struct psc_node_names *peer,
+		       struct psc_node_addr *at)
+{
+	int path = n->ch.npaths == 2 && peer->shmlen && peer->node &&
+		   strcmp(peer->node, n->node) == 0;
+	fi_addr_t addr;
+	int rc = psc_ep_av_insert(n->ch.path[path].ep,
+				  path ? peer->shm : peer->name, &addr);
+
+	if (rc)
+		return rc;
+	at->addr = addr;
+	at->path = (uint8_t)path;
+	return 0;
+}
+
+bool psc_node_chan_is_self(const struct psc_node_chan *n,
+			   const struct psc_node_names *peer)
+{
+	size_t len;
+	const void *own = psc_ep_name(n->ch.ep, &len);
+
+	return len == peer->namelen && memcmp(own, peer->name, len) == 0;
+}
+
+const char *psc_node_chan_path_provider(const struct psc_node_chan *n,
+					const struct psc_node_addr *at)
+{
+	return psc_ep_provider(n->ch.path[at->path].ep);
+}
+
+int psc_node_chan_send(struct psc_node_chan *n, const struct psc_node_addr *at,
+		       uint32_t slot, uint32_t tag, const void *buf,
+		       size_t len, ps_comm_request_t *req, char *err,
+		       size_t elen)
+{
+	return psc_isend_path(&n->ch, &n->ch.path[at->path], PSC_PROTO_VAN,
+			      buf, len, at->addr, slot, tag, req, err, elen);
+}
+
+int psc_node_chan_recv(struct psc_node_chan *n, int slot, int64_t tag,
+		       void *buf, size_t len, ps_comm_request_t *req,
+		       char *err, size_t elen)
+{
+	/* Path 0: a pair's one receive queue takes both paths' messages. */
+	return psc_irecv(&n->ch, PSC_PROTO_VAN, buf, len, slot, tag, req, err,
+			 elen);
+}
+
+void psc_node_chan_progress(struct psc_node_chan *n)
+{
+	psc_ep_try_progress(n->ch.ep);
+}
+
+bool psc_node_chan_wait(struct psc_node_chan *n, bool (*ready)(void *arg),
+			void *arg, double deadline)
+{
+	return psc_ep_wait(n->ch.ep, ready, arg, deadline) == 0;
+}
+
+int psc_node_chan_failed(struct psc_node_chan *n, char *err, size_t len)
+{
+	return psc_ep_owner_failed(n->ch.ep, &n->ch, err, len);
+}
+
+double psc_node_chan_stuck(struct psc_node_chan *n, struct psc_node_stuck *s,
+			   double now, const char **call,
+			   struct psc_node_addr *at)
+{
+	double worst = 0;
+
+	*call = NULL;
+	at->addr = PSC_NODE_NO_ADDR;
+	at->path = 0;
+	for (int i = 0; i < n->ch.npaths; i++) {
+		struct psc_ep_probe p;
+		double secs = psc_ep_stuck_for(n->ch.path[i].ep, &s->path[i],
+					       now, &p);
+
+		if (secs > worst) {
+			worst = secs;
+			*call = p.call;
+			at->addr = p.addr == FI_ADDR_UNSPEC ? PSC_NODE_NO_ADDR
+							    : p.addr;
+			at->path = (uint8_t)i;
+		}
+	}
+	return worst;
+}
+
+void psc_node_chan_abandon(struct psc_node_chan *n, int status)
+{
+	/* The pair's files go with the first endpoint's. */
+	psc_ep_abandon(n->ch.ep, status);
+}
+
+struct psc_ep *psc_node_chan_ep(const struct psc_node_chan *n, int path)
+{
+	return path < n->ch.npaths ? n->ch.path[path].ep : NULL;
+}
