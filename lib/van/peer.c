@@ -139,7 +139,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	pthread_mutex_lock(&p->send_lock);
 	psc_van_addr_names(&a, v->provider, &names);
 	/* The same van again keeps its AV entry; a new one replaces. */
-	if (p->namelen != a.namelen || memcmp(p->name, a.name, a.namelen)) {
+	if (p->namelen != a.namelen || memcmp(p->name, a.name, a.namelen) != 0) {
 		rc = psc_node_chan_join(v->chan, &names, &at);
 		if (!rc) {
 			p->at = at;

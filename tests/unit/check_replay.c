@@ -487,8 +487,9 @@ static const char two_ip_fabrics[] =
 /*
  * Between nodes over IP, net wins over tcp;ofi_rxm, with software
  * matching and chunks of at most 256 KiB that wait for the go-ahead (it
- * stalls a connection behind an unexpected message); tcp;ofi_rxm needs
- * no go-ahead and splits into 128 KiB to 1 MiB chunks.
+ * stalls a connection behind an unexpected message), unless the chunks
+ * go without one (eager_chunks, the van's); tcp;ofi_rxm needs no
+ * go-ahead and splits into 128 KiB to 1 MiB chunks.
  */
 START_TEST(test_net_preferred)
 {
@@ -509,6 +510,13 @@ START_TEST(test_net_preferred)
 	ck_assert(sel.caps.wait_fd);
 	ck_assert(sel.caps.wait_set);
 	ck_assert_uint_eq(sel.caps.max_msg_size, 256 << 10);
+	/* The van's choice leaves out what stalls behind eager chunks. */
+	sel.eager_chunks = true;
+	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
+			 "tcp;ofi_rxm");
+	ck_assert_msg(strstr(sel.rejects, "net (stalls behind chunks"),
+		      "%s", sel.rejects);
+	sel.eager_chunks = false;
 	fi_freeinfo(list->next);
 	list->next = NULL;
 	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
@@ -613,36 +621,6 @@ START_TEST(test_min_rank)
 	ck_assert_ptr_null(psc_fab_select(list, &sel));
 	sel.role = PSC_ROLE_ANY;
 	ck_assert_ptr_nonnull(psc_fab_select(list, &sel));
-	fi_freeinfo(list);
-}
-END_TEST
-
-/*
- * eager_chunks (the van's choice) leaves out providers that stall behind
- * chunks arriving before their receive, and says so in the rejects: net
- * gives way to tcp;ofi_rxm; without it net is the choice.
- */
-START_TEST(test_eager_chunks)
-{
-	struct fi_info *list = NULL;
-	struct psc_select sel;
-	char err[256];
-
-	ck_assert_int_eq(psc_replay_parse(two_ip_fabrics, &list, err,
-					  sizeof(err)), 0);
-	memset(&sel, 0, sizeof(sel));
-	sel.rank = -1;
-	sel.role = PSC_ROLE_NET;
-	sel.sw_match = true;
-	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
-			 "net");
-	ck_assert(sel.caps.chunks_wait);
-	sel.eager_chunks = true;
-	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
-			 "tcp;ofi_rxm");
-	ck_assert(!sel.caps.chunks_wait);
-	ck_assert_msg(strstr(sel.rejects, "net (stalls behind chunks"),
-		      "%s", sel.rejects);
 	fi_freeinfo(list);
 }
 END_TEST
@@ -1103,7 +1081,6 @@ static Suite *replay_suite(void)
 	tcase_add_test(tc, test_net_preferred);
 	tcase_add_test(tc, test_libfabric2_dumps);
 	tcase_add_test(tc, test_min_rank);
-	tcase_add_test(tc, test_eager_chunks);
 	tcase_add_test(tc, test_params_applied);
 	suite_add_tcase(s, tc);
 
