@@ -98,16 +98,15 @@ static bool first_done;
 static double first_cpu, first_wall;
 
 /*
- * fi_getinfo (or gi, a replay, which is not timed) with the signal guard
- * that the first call needs (sig.h); the process's first real call is
- * timed, and the others wait for it.
+ * fi_getinfo (or gi, a replay, which is not timed); the process's first
+ * real call is timed, and the others wait for it. Call inside the signal
+ * guard that the first call needs (sig.h).
  */
 static int fab_getinfo(psc_getinfo_fn gi, uint64_t flags,
 		       const struct fi_info *hints, struct fi_info **list)
 {
 	bool timed = gi == fi_getinfo;
 	double cpu = 0, wall = 0;
-	struct psc_sig_guard sg;
 	int rc;
 
 	if (timed) {
@@ -118,9 +117,7 @@ static int fab_getinfo(psc_getinfo_fn gi, uint64_t flags,
 		cpu = psc_thread_cpu();
 		wall = psc_now();
 	}
-	psc_sig_guard_enter(&sg);
 	rc = gi(PSC_FI_VERSION, NULL, NULL, flags, hints, list);
-	psc_sig_guard_leave(&sg);
 	if (timed) {
 		first_cpu = psc_thread_cpu() - cpu;
 		first_wall = psc_now() - wall;
@@ -163,6 +160,7 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		 struct fi_info **list, bool *relaxed)
 {
 	struct fi_info *hints = psc_fab_hints(prov_name);
+	struct psc_sig_guard sg;
 	int rc;
 
 	*list = NULL;
@@ -171,6 +169,8 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		gi = fi_getinfo;
 	if (!hints)
 		return -ENOMEM;
+	/* The first fi_getinfo loads the providers (sig.h). */
+	psc_sig_guard_enter(&sg);
 	rc = fab_getinfo(gi, 0, hints, list);
 	if (rc == -FI_ENODATA && psc_provider_order_optional(prov_name)) {
 		/* A family without FI_ORDER_SAS: ask again without it. */
@@ -179,6 +179,7 @@ int psc_fab_query(psc_getinfo_fn gi, const char *prov_name,
 		rc = fab_getinfo(gi, 0, hints, list);
 		*relaxed = rc == 0;
 	}
+	psc_sig_guard_leave(&sg);
 	fi_freeinfo(hints);
 	return rc;
 }
@@ -865,8 +866,14 @@ const char *psc_fab_strerror(int err)
 
 int psc_fab_providers(struct fi_info **all)
 {
+	struct psc_sig_guard sg;
+	int rc;
+
 	*all = NULL;
-	return fab_getinfo(fi_getinfo, FI_PROV_ATTR_ONLY, NULL, all);
+	psc_sig_guard_enter(&sg);
+	rc = fab_getinfo(fi_getinfo, FI_PROV_ATTR_ONLY, NULL, all);
+	psc_sig_guard_leave(&sg);
+	return rc;
 }
 
 void psc_fab_freeinfo(struct fi_info *list)
