@@ -73,7 +73,10 @@ PS_COMM_API int ps_comm_van_create(ps_comm_van_t *van);
  * PS_COMM_PORT_RANGE, else any); max_retry 0 insists on `port`. *bound
  * receives the port served. Fails with PS_COMM_ERR_ARG if the van is
  * already bound, or host does not resolve or is not one of this
- * machine's addresses (the log names it).
+ * machine's addresses (the log names it), and with PS_COMM_ERR_CONFIG
+ * when PS_COMM_INTRA is not auto, shm or net. With FI_PROVIDER unset the
+ * van reaches the nodes of its own node (PS_COMM_NODE_ID) over shm and
+ * the others over the network, as communicators do.
  */
 PS_COMM_API int ps_comm_van_bind(ps_comm_van_t van, const char *host,
 				 int port, int max_retry, int *bound);
