@@ -98,12 +98,4 @@ const struct psc_provider_ops psc_net_ops = {
 	.renamed = "libfabric 1.18 and later have no net: its code is the "
 		   "tcp provider's own RDM endpoint (listed as tcp), which "
 		   "pscomm uses in its place",
-	/*
-	 * The van sends a large message's chunks without waiting for a
-	 * go-ahead (its peers are keyed by node, not by rank), which net does
-	 * not keep when they arrive first.
-	 */
-	.van_advice = "ps-lite's large transfers ran slower over it than "
-		      "over tcp;ofi_rxm (doc/pslite.md): FI_PROVIDER=tcp is "
-		      "the tested choice",
 };

@@ -208,12 +208,6 @@ struct psc_provider_ops {
 				   const char *step, int err, size_t universe,
 				   char *buf, size_t len);
 	/*
-	 * Advice for ps-lite users whose van runs on this family, which
-	 * serves it worse than another (a sentence part naming the tested
-	 * choice); NULL when there is none.
-	 */
-	const char *van_advice;
-	/*
 	 * A variable the family needs set before fi_getinfo unless the user
 	 * set it: for i from 0, fills *name, value (a NUL-terminated string
 	 * in len bytes) and *why (a sentence part) and returns true; false

@@ -212,12 +212,6 @@ static bool entry_fits(const struct fi_info *i, struct psc_select *s,
 	if (s->role != PSC_ROLE_ANY &&
 	    (caps->link == PSC_LINK_SHM) != (s->role == PSC_ROLE_SHM))
 		return false;
-	if (s->eager_chunks && caps->chunks_wait) {
-		note_reject(s->rejects, sizeof(s->rejects), name,
-			    "stalls behind chunks that arrive before their "
-			    "receive, and these are sent without a go-ahead");
-		return false;
-	}
 	if (caps->ip_addressed && s->iface && !iface_pinned(p) &&
 	    (!i->src_addr ||
 	     !psc_sockaddr_same_ip(i->src_addr,
@@ -361,7 +355,6 @@ static int fab_choose(struct psc_fab *ep, const struct psc_fab_config *cfg,
 		.role = cfg->role,
 		.sw_match = cfg->sw_match,
 		.min_rank = min_rank,
-		.eager_chunks = cfg->eager_chunks,
 	};
 	const char *filter = getenv("FI_PROVIDER");
 	const struct fi_info *pick;

@@ -79,10 +79,6 @@ struct psc_fab_config {
 	int min_rank;		       /* role NET: start at this rank of
 					* pscomm's order, skipping better
 					* providers (psc_provider_net_rank) */
-	bool eager_chunks;	       /* the user sends a large message's
-					* chunks without the receiver's
-					* go-ahead: skip providers that stall
-					* behind them (caps.chunks_wait) */
 };
 
 /*

@@ -36,8 +36,6 @@ struct psc_select {
 	int min_rank;			 /* role NET: skip providers ranked
 					  * before it (psc_provider_net_rank):
 					  * those that failed to open */
-	bool eager_chunks;		 /* skip caps.chunks_wait providers
-					  * (psc_fab_config's) */
 	const struct fi_info *pick;	 /* out: points into the list */
 	struct psc_caps caps;		 /* out: derived, params applied */
 	int nic_distance;		 /* out: the pick's, -1 unknown */

@@ -577,35 +577,6 @@ static void print_intra(const struct psc_info *cx, const char *intra,
 	psc_fab_freeinfo(list);
 }
 
-/*
- * The van's network provider where pscomm chooses (role NET, leaving out
- * providers that stall behind chunks sent without a go-ahead), when it
- * differs from the communicators' pick.
- */
-static void print_van(const struct psc_info *cx, const struct fi_info *list,
-		      const struct fi_info *pick)
-{
-	struct psc_select sel = {
-		.params = cx->params_ok ? &cx->params : NULL,
-		.iface = cx->have_iface ? &cx->iface : NULL,
-		.rank = -1,
-		.role = PSC_ROLE_NET,
-		.sw_match = true,
-		.eager_chunks = true,
-	};
-	const struct fi_info *van = list ? psc_fab_select(list, &sel) : NULL;
-
-	if (!pick || (van && strcmp(van->fabric_attr->prov_name,
-				    pick->fabric_attr->prov_name) == 0))
-		fprintf(cx->out, "  the van (ps-lite): the same\n");
-	else
-		fprintf(cx->out, "  the van (ps-lite): %s between nodes (%s "
-			"stalls behind chunks that arrive before their "
-			"receive, which the van sends without a go-ahead)\n",
-			van ? van->fabric_attr->prov_name : "nothing",
-			pick->fabric_attr->prov_name);
-}
-
 void psc_info_choice(const struct psc_info *cx)
 {
 	struct psc_select sel = {
@@ -656,7 +627,8 @@ void psc_info_choice(const struct psc_info *cx)
 			"above)\n", failed);
 	if (!one) {
 		print_intra(cx, intra, pick);
-		print_van(cx, list, pick);
+		/* The van chooses its fabrics as communicators do. */
+		fprintf(cx->out, "  the van (ps-lite): the same\n");
 	}
 	if (pick && sel.caps.nic_local) {
 		psc_topo_nic_describe(pick, sel.distance_arg, nic,

@@ -43,6 +43,13 @@ struct psc_chan {
 	int size;
 	uint32_t ctx;
 	fi_addr_t *peers;   /* rank -> fi_addr on its path's endpoint */
+	/*
+	 * Without peers (a node-addressed channel): the address on ep of
+	 * the sender whose messages carry src in the tag's rank field, for
+	 * a large message's go-ahead; 0 or -ENOENT. Lock held.
+	 */
+	int (*reply)(const struct psc_chan *ch, uint32_t src,
+		     const struct psc_ep *ep, fi_addr_t *addr);
 	uint32_t large_seq; /* continuation stream id, per sender */
 	bool aborted;	    /* under the endpoint lock */
 	pthread_mutex_t *lock;	/* the endpoint lock (one for a pair) */

@@ -4,6 +4,7 @@
  * address.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,19 +19,70 @@
 _Static_assert(PSC_NODE_NO_ADDR == FI_ADDR_NOTAVAIL,
 	       "node.h's no-address is libfabric's");
 
+/* A node joined: the address its name got on a path. */
+struct node_known {
+	struct psc_node_addr at;
+	uint16_t len;
+	uint8_t name[PSC_NODE_NAME_MAX];
+};
+
+/* A slot handed to a node: where its go-ahead goes (n->known[idx]). */
+struct node_reply {
+	uint32_t slot;
+	uint32_t idx;
+};
+
 struct psc_node_chan {
 	struct psc_chan ch;		/* path 0 network (or only), 1 shm */
 	char provider[64];		/* path 0's */
 	char node[PSC_NODE_ID_MAX];	/* this node's identity */
 	size_t single;
+	/*
+	 * The nodes joined, each once, and the slots bound to them (a ring
+	 * of PSC_NODE_REPLY_MAX once full). Written under join_lock and the
+	 * endpoint lock, read under either.
+	 */
+	pthread_mutex_t join_lock;
+	struct node_known *known;
+	size_t nknown, known_cap;
+	struct node_reply *replies;
+	size_t nreplies, replies_cap, reply_next;
 };
+
+/* The address a node serves on path (0 network, 1 shm). */
+static const uint8_t *peer_name(const struct psc_node_names *peer, int path,
+				size_t *len)
+{
+	*len = path ? peer->shmlen : peer->namelen;
+	return path ? peer->shm : peer->name;
+}
+
+/*
+ * The address the node-addressed channel answers a go-ahead for slot
+ * src at (ch->reply). Lock held.
+ */
+static int reply_addr(const struct psc_chan *ch, uint32_t src,
+		      const struct psc_ep *ep, fi_addr_t *addr)
+{
+	const struct psc_node_chan *n = (const struct psc_node_chan *)ch;
+
+	for (size_t i = n->nreplies; i-- > 0;) {
+		const struct node_reply *r = &n->replies[i];
+		const struct node_known *k = &n->known[r->idx];
+
+		if (r->slot != src)
+			continue;
+		if (n->ch.path[k->at.path].ep != ep)
+			return -ENOENT;
+		*addr = k->at.addr;
+		return 0;
+	}
+	return -ENOENT;
+}
 
 /*
  * Open the endpoints as communicators reach their peers
- * (psc_provider_fabrics). The van sends a large message's chunks
- * without waiting for a go-ahead (its peers are keyed by node, not by
- * rank), so where pscomm chooses, it skips providers that stall behind
- * such chunks. Binds n's channel.
+ * (psc_provider_fabrics). Binds n's channel.
  */
 static int open_paths(struct psc_node_chan *n, struct psc_fab_config *cfg,
 		      char *err, size_t len)
@@ -48,10 +100,8 @@ static int open_paths(struct psc_node_chan *n, struct psc_fab_config *cfg,
 		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
 	} else if (f == PSC_FABRICS_NET) {
 		cfg->role = PSC_ROLE_NET;
-		cfg->eager_chunks = true;
 		rc = psc_ep_acquire_exclusive(&net, cfg, err, len);
 	} else {
-		cfg->eager_chunks = true;
 		rc = psc_ep_acquire_pair_exclusive(&net, &shm, cfg, err, len);
 		if (!net) {
 			net = shm;
@@ -63,20 +113,8 @@ static int open_paths(struct psc_node_chan *n, struct psc_fab_config *cfg,
 	psc_chan_bind(&n->ch, net, shm);
 	n->ch.rank = -1;
 	n->ch.ctx = 0;
+	n->ch.reply = reply_addr;
 	return 0;
-}
-
-/* A provider that keeps few unexpected chunks: say what to use instead. */
-static void warn_chunks_wait(const struct psc_node_chan *n)
-{
-	const char *advice;
-
-	if (!psc_ep_caps(n->ch.ep)->chunks_wait)
-		return;
-	advice = psc_provider_lookup(n->provider)->van_advice;
-	psc_log(PSC_LOG_WARN, -1, "van: provider %s stops a connection behind "
-		"a message that arrives before its receive%s%s", n->provider,
-		advice ? "; " : "", advice ? advice : "");
 }
 
 int psc_node_chan_open(struct psc_node_chan **out,
@@ -102,6 +140,7 @@ int psc_node_chan_open(struct psc_node_chan **out,
 		free(n);
 		return rc;
 	}
+	pthread_mutex_init(&n->join_lock, NULL);
 	n->single = n->ch.path[0].single;
 	for (int i = 0; i < n->ch.npaths; i++) {
 		struct psc_ep *ep = n->ch.path[i].ep;
@@ -120,7 +159,6 @@ int psc_node_chan_open(struct psc_node_chan **out,
 	snprintf(n->provider, sizeof(n->provider), "%s",
 		 psc_ep_provider(n->ch.ep));
 	psc_node_id(cfg->params->node_id, "net", n->node, sizeof(n->node));
-	warn_chunks_wait(n);
 	*out = n;
 	return 0;
 }
@@ -138,6 +176,9 @@ void psc_node_chan_close(struct psc_node_chan *n)
 		if (psc_ep_caps(n->ch.path[i].ep)->stop_unclosed)
 			psc_ep_poison(n->ch.path[i].ep);
 	psc_chan_release(&n->ch);
+	pthread_mutex_destroy(&n->join_lock);
+	free(n->known);
+	free(n->replies);
 	free(n);
 }
 
@@ -174,21 +215,116 @@ size_t psc_node_chan_single(const struct psc_node_chan *n)
 	return n->single;
 }
 
+/*
+ * The entry of peer in n->known, joined now when new: its index in *idx.
+ * Returns 0, -ENOSPC (PSC_NODE_KNOWN_MAX nodes joined), -ENOMEM or the AV
+ * insert's error. join_lock held.
+ */
+static int known_get(struct psc_node_chan *n,
+		     const struct psc_node_names *peer, size_t *idx)
+{
+	int path = n->ch.npaths == 2 && peer->shmlen && peer->node &&
+		   strcmp(peer->node, n->node) == 0;
+	size_t len;
+	const uint8_t *name = peer_name(peer, path, &len);
+	struct node_known *k;
+	fi_addr_t addr;
+	int rc;
+
+	if (len == 0 || len > PSC_NODE_NAME_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n->nknown; i++) {
+		k = &n->known[i];
+		if (k->at.path == path && k->len == len &&
+		    memcmp(k->name, name, len) == 0) {
+			*idx = i;
+			return 0;
+		}
+	}
+	if (n->nknown == PSC_NODE_KNOWN_MAX)
+		return -ENOSPC;
+	if (n->nknown == n->known_cap) {
+		size_t cap = n->known_cap ? 2 * n->known_cap : 8;
+		void *grown;
+
+		psc_ep_lock(n->ch.ep);
+		grown = realloc(n->known, cap * sizeof(*n->known));
+		if (grown) {
+			n->known = grown;
+			n->known_cap = cap;
+		}
+		psc_ep_unlock(n->ch.ep);
+		if (!grown)
+			return -ENOMEM;
+	}
+	rc = psc_ep_av_insert(n->ch.path[path].ep, name, &addr);
+	if (rc)
+		return rc;
+	k = &n->known[n->nknown];
+	k->at.addr = addr;
+	k->at.path = (uint8_t)path;
+	k->len = (uint16_t)len;
+	memcpy(k->name, name, len);
+	psc_ep_lock(n->ch.ep);
+	*idx = n->nknown++;
+	psc_ep_unlock(n->ch.ep);
+	return 0;
+}
+
 int psc_node_chan_join(struct psc_node_chan *n,
 		       const struct psc_node_names *peer,
 		       struct psc_node_addr *at)
 {
-	int path = n->ch.npaths == 2 && peer->shmlen && peer->node &&
-		   strcmp(peer->node, n->node) == 0;
-	fi_addr_t addr;
-	int rc = psc_ep_av_insert(n->ch.path[path].ep,
-				  path ? peer->shm : peer->name, &addr);
+	size_t idx;
+	int rc;
 
-	if (rc)
-		return rc;
-	at->addr = addr;
-	at->path = (uint8_t)path;
-	return 0;
+	pthread_mutex_lock(&n->join_lock);
+	rc = known_get(n, peer, &idx);
+	if (!rc)
+		*at = n->known[idx].at;
+	pthread_mutex_unlock(&n->join_lock);
+	return rc;
+}
+
+int psc_node_chan_reply_bind(struct psc_node_chan *n, uint32_t slot,
+			     const struct psc_node_names *peer)
+{
+	struct node_reply *r;
+	size_t idx;
+	int rc;
+
+	pthread_mutex_lock(&n->join_lock);
+	rc = known_get(n, peer, &idx);
+	if (!rc && n->nreplies == n->replies_cap &&
+	    n->replies_cap < PSC_NODE_REPLY_MAX) {
+		size_t cap = n->replies_cap ? 2 * n->replies_cap : 16;
+		void *grown;
+
+		psc_ep_lock(n->ch.ep);
+		grown = realloc(n->replies, cap * sizeof(*n->replies));
+		if (grown) {
+			n->replies = grown;
+			n->replies_cap = cap;
+		}
+		psc_ep_unlock(n->ch.ep);
+		if (!grown)
+			rc = -ENOMEM;
+	}
+	if (!rc) {
+		psc_ep_lock(n->ch.ep);
+		/* Full: the oldest binding makes room (a ring). */
+		if (n->nreplies == n->replies_cap) {
+			r = &n->replies[n->reply_next];
+			n->reply_next = (n->reply_next + 1) % n->replies_cap;
+		} else {
+			r = &n->replies[n->nreplies++];
+		}
+		r->slot = slot;
+		r->idx = (uint32_t)idx;
+		psc_ep_unlock(n->ch.ep);
+	}
+	pthread_mutex_unlock(&n->join_lock);
+	return rc;
 }
 
 bool psc_node_chan_is_self(const struct psc_node_chan *n,

@@ -9,7 +9,10 @@
  * to the others. Every message carries, in the tag's rank field, the
  * "slot" its receiver handed to the sender, and the van's protocol
  * (PSC_PROTO_VAN); receives match a slot (or any) and a tag on every
- * path at once.
+ * path at once. A large message goes as communicators send it, under the
+ * receiver's go-ahead where the provider needs one (caps.chunks_wait):
+ * the receiver sends that to the address the sender's slot is bound to
+ * (psc_node_chan_reply_bind).
  *
  * Arguments are validated by the caller. Functions return 0 or an
  * internal code (util/err.h), with words in err where the failure needs
@@ -95,12 +98,28 @@ struct psc_node_addr {
 
 /*
  * Add node peer (what it serves) to n: over shm when both have it and
- * their identities are equal, else over the network. Into *at. Returns 0
- * or the AV insert's error. Takes the lock.
+ * their identities are equal, else over the network. Into *at; a node
+ * joined before keeps its address. Returns 0, -ENOSPC, -ENOMEM, -EINVAL
+ * or the AV insert's error (as psc_node_chan_reply_bind). Takes the
+ * lock.
  */
 int psc_node_chan_join(struct psc_node_chan *n,
 		       const struct psc_node_names *peer,
 		       struct psc_node_addr *at);
+
+/*
+ * Bind slot, just handed to node peer (what it serves), to its address:
+ * a large message from slot is answered there (go-ahead), on the path
+ * psc_node_chan_join picks. Each node is joined once, for both. A
+ * channel keeps the latest PSC_NODE_REPLY_MAX bindings and joins at
+ * most PSC_NODE_KNOWN_MAX nodes. Returns 0, -ENOSPC (that many nodes
+ * joined), -ENOMEM, -EINVAL (no address for the path) or the AV insert's
+ * error. Takes the lock.
+ */
+#define PSC_NODE_REPLY_MAX 4096
+#define PSC_NODE_KNOWN_MAX 4096
+int psc_node_chan_reply_bind(struct psc_node_chan *n, uint32_t slot,
+			     const struct psc_node_names *peer);
 
 /* Whether peer is n itself (the same network address). */
 bool psc_node_chan_is_self(const struct psc_node_chan *n,

@@ -26,8 +26,8 @@
  * go-ahead (PSC_PROTO_CTS, with the stream id) arrives, which the
  * receiver sends once its chunk receives are posted. A chunk then never
  * arrives unexpected, so a message nobody receives yet cannot hold up the
- * ones behind it. The van's messages (addressed by node, and always
- * received) keep the eager order.
+ * ones behind it. A node-addressed channel (the van's) has no ranks: its
+ * receiver finds where to send the go-ahead through ch->reply.
  */
 #include <assert.h>
 #include <errno.h>
@@ -259,8 +259,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       uint32_t src, uint32_t tag)
 {
 	const struct psc_tag_layout *tl = &ch->tl;
-	bool waits = psc_ep_caps(p->ep)->chunks_wait &&
-		     proto != PSC_PROTO_VAN;
+	bool waits = psc_ep_caps(p->ep)->chunks_wait;
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
 	struct ps_comm_request *k = NULL;
 	int rc;
@@ -334,18 +333,23 @@ static int send_cts(struct ps_comm_request *r, uint32_t seq)
 	const struct psc_chan *ch = r->owner;
 	int src = r->status.source;
 	struct ps_comm_request *k;
+	fi_addr_t to;
 
-	if (!ch->peers || src < 0 || src >= ch->size)
+	if (ch->peers && src >= 0 && src < ch->size)
+		to = ch->peers[src];
+	else if (ch->peers || !ch->reply ||
+		 ch->reply(ch, (uint32_t)src, r->ep, &to) != 0)
 		return -EPROTO;
+	/* The sender's receive of it ignores the rank field. */
 	k = new_child(r, PSC_REQ_SEND, NULL, CTS_LEN,
 		      psc_tag_make(&ch->tl, PSC_PROTO_CTS, false, ch->ctx,
-				   (uint32_t)ch->rank, seq),
+				   ch->peers ? (uint32_t)ch->rank : 0, seq),
 		      0);
 	if (!k)
 		return -ENOMEM;
 	k->buf = k->scratch + CTS_SEND_OFF;
 	psc_be_put(k->buf, seq, CTS_LEN);
-	k->addr = ch->peers[src];
+	k->addr = to;
 	return post_kid(k, true);
 }
 

@@ -9,11 +9,14 @@
  * (net/auth.h), HELLO with the fetcher's nonce, CHAL with the van's,
  * PROOF; a fetcher that does not know the key is dropped without a word,
  * strangers are capped at PS_COMM_UNAUTH_MAX, and a van that does not
- * know the key is never asked. Then GET with
- * payload "van"; the answer is VALUE with the slot as rank and the
- * addresses as psc_van_answer_parse reads them (the network endpoint's,
- * and with shared memory the node's identity and the shm endpoint's), or
- * ERROR with a reason.
+ * know the key is never asked. Then GET with payload "van", followed,
+ * when the fetcher will send to the van, by a NUL and its own addresses
+ * (what it serves, as an answer carries them): the van binds the new slot
+ * to those, for the go-ahead of large messages (psc_node_chan_reply_bind).
+ * The answer is VALUE with the slot as rank and the addresses as
+ * psc_van_answer_parse reads them (the network endpoint's, and with
+ * shared memory the node's identity and the shm endpoint's), or ERROR
+ * with a reason.
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -89,37 +92,20 @@ static int van_admit(void *arg, struct psc_lsn_conn *c,
 	return 0;
 }
 
-/* ops.on_frame: answer the fetch (GET "van"), then close. */
-static int van_fetch(void *arg, struct psc_lsn_conn *c,
-		     const struct psc_lsn_frame *f)
+/*
+ * Encode the addresses w into o (room bytes): "provider\0", a big-endian
+ * u16 n, n bytes of the network address, then "node\0" and the shm
+ * address when there is one. The length, or 0 when it does not fit.
+ */
+static size_t names_encode(const struct psc_node_names *w, uint8_t *o,
+			   size_t room)
 {
-	struct psc_van_server *s = arg;
-	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
-				 PSC_WIRE_VALUE, 0, 0, 0, 0};
-	const struct psc_node_names *w = &s->what.names;
-	uint8_t out[PSC_WIRE_HDR_LEN + REPLY_MAX], *o = out + PSC_WIRE_HDR_LEN;
 	size_t plen = strlen(w->provider) + 1;
 	size_t nodelen = w->shmlen ? strlen(w->node) + 1 : 0;
 	size_t len = plen + 2 + w->namelen + nodelen + w->shmlen;
-	uint32_t slot;
 
-	if (f->type != PSC_WIRE_GET || f->plen != strlen(FETCH_KEY) ||
-	    memcmp(f->pl, FETCH_KEY, f->plen) != 0) {
-		psc_log(PSC_LOG_WARN, -1, "van: refusing a request of type %u",
-			f->type);
-		return -EPROTO;
-	}
-	if (len > REPLY_MAX)
-		return -EMSGSIZE;
-	/* Slots wrap past the tag's rank field, skipping 0. */
-	do
-		slot = __atomic_fetch_add(s->what.next_slot, 1,
-					  __ATOMIC_RELAXED) %
-		       (PSC_VAN_SLOT_MAX + 1);
-	while (slot == 0);
-	h.rank = (int32_t)slot;
-	h.len = (uint32_t)len;
-	psc_wire_encode(&h, out);
+	if (len > room)
+		return 0;
 	memcpy(o, w->provider, plen);
 	o += plen;
 	*o++ = (uint8_t)(w->namelen >> 8);
@@ -130,6 +116,86 @@ static int van_fetch(void *arg, struct psc_lsn_conn *c,
 		memcpy(o, w->node, nodelen);
 		memcpy(o + nodelen, w->shm, w->shmlen);
 	}
+	return len;
+}
+
+/* Answer c with ERROR and the reason why (logged too), then close. */
+static void refuse(struct psc_lsn_conn *c, const char *why)
+{
+	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
+				 PSC_WIRE_ERROR, 0, 0, 0, 0};
+	uint8_t out[PSC_WIRE_HDR_LEN + 256];
+
+	psc_log(PSC_LOG_WARN, -1, "van: refusing a fetch: %s", why);
+	h.len = (uint32_t)PSC_MIN(strlen(why), sizeof(out) - PSC_WIRE_HDR_LEN);
+	psc_wire_encode(&h, out);
+	memcpy(out + PSC_WIRE_HDR_LEN, why, h.len);
+	psc_lsn_send(c, out, PSC_WIRE_HDR_LEN + h.len);
+	psc_lsn_close(c);
+}
+
+/*
+ * Bind slot to the addresses a fetch carried after "van\0" (len bytes
+ * at in), in the van's channel. 0, or -1 with c refused.
+ */
+static int bind_fetcher(struct psc_van_server *s, struct psc_lsn_conn *c,
+			uint32_t slot, const uint8_t *in, size_t len)
+{
+	struct psc_node_names names;
+	struct psc_van_addr a;
+	char err[256], why[320];
+	int rc = psc_van_names_parse(in, len, s->what.names.provider, &a, err,
+				     sizeof(err));
+
+	if (rc) {
+		refuse(c, err);
+		return -1;
+	}
+	psc_van_addr_names(&a, s->what.names.provider, &names);
+	rc = psc_node_chan_reply_bind(s->what.chan, slot, &names);
+	if (rc) {
+		snprintf(why, sizeof(why), "this van cannot take another "
+			 "node: %s", strerror(-rc));
+		refuse(c, why);
+		return -1;
+	}
+	return 0;
+}
+
+/* ops.on_frame: answer the fetch (GET "van"), then close. */
+static int van_fetch(void *arg, struct psc_lsn_conn *c,
+		     const struct psc_lsn_frame *f)
+{
+	struct psc_van_server *s = arg;
+	struct psc_wire_hdr h = {PSC_WIRE_MAGIC, PSC_WIRE_VERSION,
+				 PSC_WIRE_VALUE, 0, 0, 0, 0};
+	uint8_t out[PSC_WIRE_HDR_LEN + REPLY_MAX];
+	size_t klen = strlen(FETCH_KEY), len;
+	uint32_t slot;
+
+	if (f->type != PSC_WIRE_GET || f->plen < klen ||
+	    memcmp(f->pl, FETCH_KEY, klen) != 0 ||
+	    (f->plen > klen && f->pl[klen] != '\0')) {
+		psc_log(PSC_LOG_WARN, -1, "van: refusing a request of type %u",
+			f->type);
+		return -EPROTO;
+	}
+	len = names_encode(&s->what.names, out + PSC_WIRE_HDR_LEN, REPLY_MAX);
+	if (len == 0)
+		return -EMSGSIZE;
+	/* Slots wrap past the tag's rank field, skipping 0. */
+	do
+		slot = __atomic_fetch_add(s->what.next_slot, 1,
+					  __ATOMIC_RELAXED) %
+		       (PSC_VAN_SLOT_MAX + 1);
+	while (slot == 0);
+	/* A fetcher that will send says where its go-aheads go. */
+	if (f->plen > klen &&
+	    bind_fetcher(s, c, slot, f->pl + klen + 1, f->plen - klen - 1))
+		return 0;
+	h.rank = (int32_t)slot;
+	h.len = (uint32_t)len;
+	psc_wire_encode(&h, out);
 	psc_lsn_send(c, out, PSC_WIRE_HDR_LEN + h.len);
 	psc_lsn_close(c);
 	return 0;
@@ -140,7 +206,7 @@ static const struct psc_lsn_ops van_lsn_ops = {
 	.name = "van: address server",
 	.purpose = PSC_AUTH_VAN,
 	.pre_max = PSC_WIRE_HDR_LEN + 64,
-	.frame_max = PSC_WIRE_HDR_LEN + 64,
+	.frame_max = PSC_WIRE_HDR_LEN + REPLY_MAX,
 	.decode = psc_wire_lsn_decode,
 	.encode_chal = psc_wire_lsn_chal,
 	.on_hello = van_hello,
@@ -264,21 +330,14 @@ void psc_van_addr_names(const struct psc_van_addr *a, const char *provider,
 	out->shmlen = a->shmlen;
 }
 
-int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
-			 const char *provider, struct psc_van_addr *a,
-			 char *err, size_t errlen)
+int psc_van_names_parse(const uint8_t *in, size_t len, const char *provider,
+			struct psc_van_addr *a, char *err, size_t errlen)
 {
-	const uint8_t *nul = memchr(in, '\0', h->len);
+	const uint8_t *nul = memchr(in, '\0', len);
 	size_t n, rest;
 
-	if (h->type == PSC_WIRE_ERROR) {
-		snprintf(err, errlen, "refused: %.*s", (int)h->len,
-			 (const char *)in);
-		return -EBADE;
-	}
-	if (h->type != PSC_WIRE_VALUE || !nul || h->rank <= 0 ||
-	    (uint32_t)h->rank > PSC_VAN_SLOT_MAX) {
-		snprintf(err, errlen, "malformed answer (type %u)", h->type);
+	if (!nul) {
+		snprintf(err, errlen, "malformed addresses (%zu bytes)", len);
 		return -EPROTO;
 	}
 	if (strcmp((const char *)in, provider) != 0) {
@@ -287,7 +346,7 @@ int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
 			 provider);
 		return -EBADE;
 	}
-	rest = h->len - (size_t)(nul + 1 - in);
+	rest = len - (size_t)(nul + 1 - in);
 	n = rest >= 2 ? (size_t)nul[1] << 8 | nul[2] : 0;
 	if (n == 0 || n > sizeof(a->name) || n > rest - 2) {
 		snprintf(err, errlen, "fabric address of %zu bytes in %zu", n,
@@ -296,8 +355,25 @@ int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
 	}
 	memcpy(a->name, nul + 3, n);
 	a->namelen = n;
-	a->slot = (uint32_t)h->rank;
 	return answer_shm(nul + 3 + n, rest - 2 - n, a, err, errlen);
+}
+
+int psc_van_answer_parse(const struct psc_wire_hdr *h, const uint8_t *in,
+			 const char *provider, struct psc_van_addr *a,
+			 char *err, size_t errlen)
+{
+	if (h->type == PSC_WIRE_ERROR) {
+		snprintf(err, errlen, "refused: %.*s", (int)h->len,
+			 (const char *)in);
+		return -EBADE;
+	}
+	if (h->type != PSC_WIRE_VALUE || h->rank <= 0 ||
+	    (uint32_t)h->rank > PSC_VAN_SLOT_MAX) {
+		snprintf(err, errlen, "malformed answer (type %u)", h->type);
+		return -EPROTO;
+	}
+	a->slot = (uint32_t)h->rank;
+	return psc_van_names_parse(in, h->len, provider, a, err, errlen);
 }
 
 /* The fetcher's handshake: HELLO, check CHAL, PROOF. */
@@ -333,18 +409,42 @@ static int fetch_auth(int fd, const struct psc_auth_key *key,
 	return rc;
 }
 
+/*
+ * The GET of a fetch into buf: "van", and with self, a NUL and self's
+ * addresses. Its length, or 0 when they do not fit.
+ */
+static size_t fetch_request(const struct psc_node_names *self, uint8_t *buf,
+			    size_t room)
+{
+	size_t klen = strlen(FETCH_KEY), len;
+
+	memcpy(buf, FETCH_KEY, klen);
+	if (!self)
+		return klen;
+	buf[klen] = '\0';
+	len = names_encode(self, buf + klen + 1, room - klen - 1);
+	return len ? klen + 1 + len : 0;
+}
+
 int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
-		  const char *provider, double deadline,
-		  struct psc_van_addr *a, char *err, size_t errlen)
+		  const struct psc_node_names *self, const char *provider,
+		  double deadline, struct psc_van_addr *a, char *err,
+		  size_t errlen)
 {
 	struct psc_hostport hp;
 	struct sockaddr_storage ss;
 	struct psc_wire_hdr h;
-	uint8_t in[REPLY_MAX];
+	uint8_t in[REPLY_MAX], get[REPLY_MAX];
+	size_t getlen = fetch_request(self, get, sizeof(get));
 	socklen_t sl;
 	int fd, rc, last = 0;
 
 	memset(&hp, 0, sizeof(hp));
+	if (getlen == 0) {
+		snprintf(err, errlen, "this node's addresses do not fit in a "
+			 "fetch");
+		return -EMSGSIZE;
+	}
 	if (!host || !*host || strlen(host) >= sizeof(hp.host) || port <= 0 ||
 	    port > 65535) {
 		snprintf(err, errlen, "bad address %s:%d", host ? host : "",
@@ -364,8 +464,7 @@ int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 	}
 	rc = fetch_auth(fd, key, host, port, deadline, err, errlen);
 	if (!rc) {
-		rc = write_msg(fd, PSC_WIRE_GET, -1, FETCH_KEY,
-			       strlen(FETCH_KEY), deadline);
+		rc = write_msg(fd, PSC_WIRE_GET, -1, get, getlen, deadline);
 		if (rc)
 			snprintf(err, errlen, "writing: %s", strerror(-rc));
 	}

@@ -123,7 +123,8 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	if (!psc_van_ok(v) || node_id < 0 || !host || port <= 0 ||
 	    port > 65535 || !v->bound)
 		return PS_COMM_ERR_ARG;
-	rc = psc_van_fetch(host, port, &v->key, v->provider,
+	psc_node_chan_names(v->chan, &names);
+	rc = psc_van_fetch(host, port, &v->key, &names, v->provider,
 			   psc_now() + v->params.timeout, &a, err, sizeof(err));
 	if (rc) {
 		psc_log(PSC_LOG_ERROR, -1, "van: connecting node %d at %s:%d: "
@@ -259,7 +260,7 @@ void psc_van_probe(struct ps_comm_van *v, struct van_peer *p)
 	int rc;
 
 	p->probed = psc_now();
-	rc = psc_van_fetch(p->host, p->port, &v->key, v->provider,
+	rc = psc_van_fetch(p->host, p->port, &v->key, NULL, v->provider,
 			   psc_now() + PROBE_IO_SEC, &a, err, sizeof(err));
 	if (!rc) {
 		if (a.namelen == p->namelen &&

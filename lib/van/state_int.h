@@ -41,7 +41,7 @@ struct van_peer {
 	struct psc_node_addr at;   /* under send_lock (v->lock too to
 				      change): where the channel reaches it */
 	uint32_t slot;		   /* under send_lock */
-	uint8_t name[PSC_VAN_NAME_MAX]; /* its network endpoint's address */
+	uint8_t name[PSC_NODE_NAME_MAX]; /* its network endpoint's address */
 	size_t namelen;
 	char host[256];		   /* where its address is served */
 	int port;

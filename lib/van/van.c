@@ -268,6 +268,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	}
 	what.key = &v->key;
 	psc_node_chan_names(v->chan, &what.names);
+	what.chan = v->chan;
 	what.next_slot = &v->next_slot;
 	what.unauth_max = v->params.unauth_max;
 	rc = psc_van_serve(&v->server, &at, atlen, port, max_retry > 0,

@@ -130,21 +130,18 @@ struct psc_van_server;
 struct psc_van_served {
 	const struct psc_auth_key *key; /* fetchers must know the job key */
 	struct psc_node_names names;	/* its channel's (p2p/node.h) */
+	struct psc_node_chan *chan;	/* binds fetchers' slots */
 	uint32_t *next_slot;	/* the van's slot counter (atomic) */
 	int unauth_max;		/* PS_COMM_UNAUTH_MAX */
 };
 
-/* Room for a fabric address and a node identity in an answer. */
-#define PSC_VAN_NAME_MAX PSC_NODE_NAME_MAX
-#define PSC_VAN_NODE_MAX PSC_NODE_ID_MAX
-
 /* What a fetch learns of a van (psc_van_served, as the fetcher sees it). */
 struct psc_van_addr {
 	uint32_t slot;			/* to send to it with */
-	uint8_t name[PSC_VAN_NAME_MAX]; /* its network (or only) endpoint */
+	uint8_t name[PSC_NODE_NAME_MAX]; /* its network (or only) endpoint */
 	size_t namelen;
-	char node[PSC_VAN_NODE_MAX];	/* "" when shmlen is 0 */
-	uint8_t shm[PSC_VAN_NAME_MAX];	/* its shared-memory endpoint */
+	char node[PSC_NODE_ID_MAX];	/* "" when shmlen is 0 */
+	uint8_t shm[PSC_NODE_NAME_MAX];	/* its shared-memory endpoint */
 	size_t shmlen;			/* 0: none */
 };
 
@@ -173,12 +170,25 @@ void psc_van_unserve(struct psc_van_server *s);
 /*
  * Fetch the address served at host:port before deadline into *a. Both
  * sides prove they know the job key first (net/auth.h); the answer must
- * come from the same provider. Returns 0, -ETIMEDOUT, -EBADE (another
- * key or provider), -EPROTO, or another negative errno, with err filled.
+ * come from the same provider. A fetcher that will send to the van gives
+ * self, what its own channel serves, and the van binds the slot to it;
+ * a probe gives NULL. Returns 0, -ETIMEDOUT, -EBADE (another key or
+ * provider, or the van refused), -EPROTO, -EMSGSIZE (self does not fit),
+ * or another negative errno, with err filled.
  */
 int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
-		  const char *provider, double deadline,
-		  struct psc_van_addr *a, char *err, size_t errlen);
+		  const struct psc_node_names *self, const char *provider,
+		  double deadline, struct psc_van_addr *a, char *err,
+		  size_t errlen);
+
+/*
+ * Check and unpack addresses as an answer's payload (below) carries
+ * them: len bytes at in, a stranger's (nothing is trusted). Fills *a but
+ * its slot. Returns 0, -EBADE (another provider) or -EPROTO, with err
+ * filled. Never reads past in + len.
+ */
+int psc_van_names_parse(const uint8_t *in, size_t len, const char *provider,
+			struct psc_van_addr *a, char *err, size_t errlen);
 
 /*
  * Check and unpack the answer to a fetch: h is its header, decoded and
@@ -186,9 +196,9 @@ int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
  * payload bytes (bytes of a stranger: nothing else is trusted). A VALUE
  * carries a slot in 1..PSC_VAN_SLOT_MAX as rank and the payload
  * "provider\0", a big-endian u16 n, n bytes of address (1..
- * PSC_VAN_NAME_MAX), then either nothing or "node\0" (1..
- * PSC_VAN_NODE_MAX - 1 characters) followed by the shared-memory address
- * (1..PSC_VAN_NAME_MAX bytes, to the end); the provider must be this
+ * PSC_NODE_NAME_MAX), then either nothing or "node\0" (1..
+ * PSC_NODE_ID_MAX - 1 characters) followed by the shared-memory address
+ * (1..PSC_NODE_NAME_MAX bytes, to the end); the provider must be this
  * node's. Fills *a. Returns 0, -EBADE (an ERROR answer, another
  * provider) or -EPROTO (malformed), with err filled. Never reads past
  * in + h->len.

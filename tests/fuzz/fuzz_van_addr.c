@@ -5,7 +5,7 @@
  * as psc_van_fetch does (header checked by psc_wire_decode, payload of at
  * most 768 bytes) and hands it to psc_van_answer_parse. An accepted
  * answer yields a slot in range, a network address of 1..
- * PSC_VAN_NAME_MAX bytes copied from after the provider name and its
+ * PSC_NODE_NAME_MAX bytes copied from after the provider name and its
  * length, and either no shared-memory part or a node identity and an
  * address that are copies of the bytes that follow, to the end.
  */
@@ -29,7 +29,7 @@ static void check_accepted(const struct psc_wire_hdr *h, const uint8_t *in,
 	PSC_FUZZ_ASSERT(h->type == PSC_WIRE_VALUE);
 	PSC_FUZZ_ASSERT(a->slot >= 1 && a->slot <= PSC_VAN_SLOT_MAX);
 	PSC_FUZZ_ASSERT(memcmp(in, provider, sizeof(provider)) == 0);
-	PSC_FUZZ_ASSERT(a->namelen >= 1 && a->namelen <= PSC_VAN_NAME_MAX);
+	PSC_FUZZ_ASSERT(a->namelen >= 1 && a->namelen <= PSC_NODE_NAME_MAX);
 	PSC_FUZZ_ASSERT(((size_t)p[0] << 8 | p[1]) == a->namelen);
 	PSC_FUZZ_ASSERT(memcmp(a->name, p + 2, a->namelen) == 0);
 	p += 2 + a->namelen;
@@ -38,8 +38,8 @@ static void check_accepted(const struct psc_wire_hdr *h, const uint8_t *in,
 		PSC_FUZZ_ASSERT(p == in + h->len);
 		return;
 	}
-	PSC_FUZZ_ASSERT(nodelen >= 1 && nodelen < PSC_VAN_NODE_MAX);
-	PSC_FUZZ_ASSERT(a->shmlen <= PSC_VAN_NAME_MAX);
+	PSC_FUZZ_ASSERT(nodelen >= 1 && nodelen < PSC_NODE_ID_MAX);
+	PSC_FUZZ_ASSERT(a->shmlen <= PSC_NODE_NAME_MAX);
 	PSC_FUZZ_ASSERT(memcmp(a->node, p, nodelen + 1) == 0);
 	PSC_FUZZ_ASSERT(memcmp(a->shm, p + nodelen + 1, a->shmlen) == 0);
 	PSC_FUZZ_ASSERT(p + nodelen + 1 + a->shmlen == in + h->len);

@@ -487,9 +487,8 @@ static const char two_ip_fabrics[] =
 /*
  * Between nodes over IP, net wins over tcp;ofi_rxm, with software
  * matching and chunks of at most 256 KiB that wait for the go-ahead (it
- * stalls a connection behind an unexpected message), unless the chunks
- * go without one (eager_chunks, the van's); tcp;ofi_rxm needs no
- * go-ahead and splits into 128 KiB to 1 MiB chunks.
+ * stalls a connection behind an unexpected message); tcp;ofi_rxm needs
+ * no go-ahead and splits into 128 KiB to 1 MiB chunks.
  */
 START_TEST(test_net_preferred)
 {
@@ -510,13 +509,6 @@ START_TEST(test_net_preferred)
 	ck_assert(sel.caps.wait_fd);
 	ck_assert(sel.caps.wait_set);
 	ck_assert_uint_eq(sel.caps.max_msg_size, 256 << 10);
-	/* The van's choice leaves out what stalls behind eager chunks. */
-	sel.eager_chunks = true;
-	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,
-			 "tcp;ofi_rxm");
-	ck_assert_msg(strstr(sel.rejects, "net (stalls behind chunks"),
-		      "%s", sel.rejects);
-	sel.eager_chunks = false;
 	fi_freeinfo(list->next);
 	list->next = NULL;
 	ck_assert_str_eq(psc_fab_select(list, &sel)->fabric_attr->prov_name,

@@ -1011,7 +1011,8 @@ static void send_raw(int port, bool valid_slot, const void *frame,
 	ck_assert_int_eq(psc_node_chan_open(&n, &cfg, err, sizeof(err)), 0);
 	ck_assert_int_eq(psc_auth_key_load(&key, params.job_key, err,
 					   sizeof(err)), 0);
-	ck_assert_int_eq(psc_van_fetch(HOST, port, &key, provider,
+	psc_node_chan_names(n, &names);
+	ck_assert_int_eq(psc_van_fetch(HOST, port, &key, &names, provider,
 				       psc_now() + 10, &a, err, sizeof(err)),
 			 0);
 	psc_van_addr_names(&a, provider, &names);
@@ -1068,14 +1069,14 @@ START_TEST(test_wrong_key)
 	ck_assert_int_ne(ps_comm_van_connect(b.van, 8, HOST, a.port), 0);
 	ck_assert_int_eq(psc_auth_key_load(&other, "van-key-two", err,
 					   sizeof(err)), 0);
-	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other,
+	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other, NULL,
 				       ps_comm_van_provider(a.van),
 				       psc_now() + 5, &got, err, sizeof(err)),
 			 -EBADE);
 	ck_assert_msg(strstr(err, "PS_COMM_JOB_KEY") != NULL, "%s", err);
 	ck_assert_int_eq(psc_auth_key_load(&other, "van-key-one", err,
 					   sizeof(err)), 0);
-	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other,
+	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &other, NULL,
 				       ps_comm_van_provider(a.van),
 				       psc_now() + 5, &got, err, sizeof(err)),
 			 0);
