@@ -1188,7 +1188,7 @@ static void note_err(void *arg, int err)
  * raises sig: SIGKILL takes it to its grave (no goodbye), SIGSTOP leaves
  * its ports open and silent.
  */
-static void dying_node(int in, int out, int sig)
+static void dying_node(int in, int out, int sig, int go_in)
 {
 	struct node b;
 	ps_comm_van_msg_t m;
@@ -1201,6 +1201,9 @@ static void dying_node(int in, int out, int sig)
 	if (ps_comm_van_connect(b.van, 9, HOST, port) != 0)
 		_exit(4);
 	expect(&b, 9, "request", &m);
+	/* Told to (go_in): with a message on its way, no receive posted. */
+	if (go_in >= 0 && read(go_in, &port, sizeof(port)) != sizeof(port))
+		_exit(7);
 	raise(sig);
 	_exit(6);
 }
@@ -1208,25 +1211,35 @@ static void dying_node(int in, int out, int sig)
 /*
  * Start dying_node, then bring node a up as id 9 (after the fork: a
  * child must not inherit an open fabric) and connect it to the child.
- * Returns the child's pid.
+ * Returns the child's pid. With go_out, the child raises its signal only
+ * once told through *go_out (a pipe; write an int).
  */
-static pid_t start_dying(struct node *a, int *port, int sig)
+static pid_t start_dying_on_go(struct node *a, int *port, int sig,
+				int *go_out)
 {
-	int up[2], down[2];
+	int up[2], down[2], go[2] = {-1, -1};
 	pid_t pid;
 
 	ck_assert_int_eq(pipe(up), 0);
 	ck_assert_int_eq(pipe(down), 0);
+	if (go_out)
+		ck_assert_int_eq(pipe(go), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
 		close(up[0]);
 		close(down[1]);
-		dying_node(down[0], up[1], sig);
+		if (go_out)
+			close(go[1]);
+		dying_node(down[0], up[1], sig, go[0]);
 		_exit(5);
 	}
 	close(up[1]);
 	close(down[0]);
+	if (go_out) {
+		close(go[0]);
+		*go_out = go[1];
+	}
 	node_up(a, 9);
 	ck_assert_int_eq(read(up[0], port, sizeof(*port)), sizeof(*port));
 	ck_assert_int_eq(write(down[1], &a->port, sizeof(a->port)),
@@ -1235,6 +1248,11 @@ static pid_t start_dying(struct node *a, int *port, int sig)
 	close(down[1]);
 	ck_assert_int_eq(ps_comm_van_connect(a->van, 8, HOST, *port), 0);
 	return pid;
+}
+
+static pid_t start_dying(struct node *a, int *port, int sig)
+{
+	return start_dying_on_go(a, port, sig, NULL);
 }
 
 /*
@@ -1339,6 +1357,69 @@ START_TEST(test_silent_node)
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/*
+ * A large segment is on its way to node 8, which posted no receive for
+ * it: over a provider that needs the go-ahead (net), the sender waits
+ * for it; over the others the provider's own transfer waits. Then node 8
+ * dies (SIGKILL) or stops (SIGSTOP) without ever granting it. The
+ * sender's receive fails with PS_COMM_ERR_PEER naming node 8 within
+ * PS_COMM_PEER_TIMEOUT of the silence (2 s here), and stop, which
+ * waits on the send, ends it soon with an error.
+ */
+static void large_never_granted(int sig)
+{
+	static uint8_t big[8 << 20];
+	ps_comm_van_seg_t seg = {big, sizeof(big)};
+	struct node a;
+	ps_comm_van_msg_t m;
+	double t0, took;
+	int rc, port, status, go;
+	pid_t pid;
+
+	setenv("PS_COMM_PEER_TIMEOUT", "2", 1);
+	pid = start_dying_on_go(&a, &port, sig, &go);
+	unsetenv("PS_COMM_PEER_TIMEOUT");
+	send_text(&a, 8, "request", NULL, 0);
+	dead_err = 0;
+	rc = ps_comm_van_send(a.van, 8, "x", 1, &seg, 1, note_err, NULL);
+	ck_assert_msg(rc == 0, "send: %s", ps_comm_strerror(rc));
+	/* It goes once it has the request, which this receive progresses. */
+	ck_assert_int_eq(write(go, &port, sizeof(port)), sizeof(port));
+	close(go);
+	t0 = psc_now();
+	rc = ps_comm_van_recv(a.van, &m);
+	took = psc_now() - t0;
+	ck_assert_int_eq(rc, PS_COMM_ERR_PEER);
+	ck_assert_int_eq(m.sender, 8);
+	ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+	ck_assert(sig == SIGKILL ? WIFSIGNALED(status) : WIFSTOPPED(status));
+	/* Silence of a second, then 2 s of probes; refused ones are quick. */
+	ck_assert_msg(took < 10, "%.1f s", took);
+	if (sig == SIGSTOP)
+		ck_assert_msg(took >= 2, "%.1f s", took);
+	t0 = psc_now();
+	ps_comm_van_stop(a.van);
+	ck_assert_msg(psc_now() - t0 < 10, "stop took %.1f s", psc_now() - t0);
+	ck_assert_int_ne(__atomic_load_n(&dead_err, __ATOMIC_RELAXED), 0);
+	if (sig == SIGSTOP) {
+		ck_assert_int_eq(kill(pid, SIGKILL), 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	}
+	ps_comm_van_destroy(a.van);
+}
+
+START_TEST(test_large_receiver_dies)
+{
+	large_never_granted(SIGKILL);
+}
+END_TEST
+
+START_TEST(test_large_receiver_stops)
+{
+	large_never_granted(SIGSTOP);
 }
 END_TEST
 
@@ -1736,6 +1817,11 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_slow_node_lives);
 	tcase_add_test(tc, test_inflight_sender);
 	tcase_add_test(tc, test_watchdog);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("granted");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_large_receiver_dies);
+	tcase_add_test(tc, test_large_receiver_stops);
 	suite_add_tcase(s, tc);
 	return s;
 }
