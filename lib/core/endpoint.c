@@ -539,7 +539,8 @@ int psc_ep_av_insert(struct psc_ep *ep, const void *addr, fi_addr_t *out)
 
 	pthread_mutex_lock(ep->lock);
 	rc = psc_fab_av_insert(&ep->fab, addr, out);
-	ep->av_count += rc == 0;
+	if (rc == 0)
+		__atomic_add_fetch(&ep->av_count, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(ep->lock);
 	return rc;
 }

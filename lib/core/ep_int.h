@@ -58,7 +58,9 @@ struct psc_ep {
 	bool in_progress;	       /* inside psc_progress's CQ reads */
 	double spin_us;		       /* busy-poll before backing off */
 	bool lean_wait;		       /* block at once, never yield */
-	size_t av_count;	       /* addresses inserted, under the lock */
+	size_t av_count;	       /* addresses inserted: written under
+					* the lock, atomic (relaxed: a hint)
+					* as block_briefly reads it without */
 	double quiet_progress;	       /* a pair's half with no address in
 					* its AV: when it was last progressed
 					* (progress.c), under the lock */

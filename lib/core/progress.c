@@ -463,7 +463,7 @@ static int progress_one(struct psc_ep *ep)
 /* Progress one half of a pair, a quiet one at most once a millisecond. */
 static int progress_half(struct psc_ep *ep)
 {
-	if (ep->av_count == 0) {
+	if (!__atomic_load_n(&ep->av_count, __ATOMIC_RELAXED)) {
 		double now = psc_now();
 
 		if (now - ep->quiet_progress < QUIET_PROGRESS_SEC)
@@ -649,8 +649,8 @@ static void block_briefly(struct psc_ep *ep, unsigned idle, double deadline)
 		struct psc_ep *w = fd ? ep : ep->pair, *shm = fd ? ep->pair : ep;
 		unsigned step = idle - (ep->lean_wait ? LEAN_YIELDS : 16);
 
-		if (w->av_count == 0 && shm->shmring &&
-		    ring_sleep(shm, step, ms))
+		if (!__atomic_load_n(&w->av_count, __ATOMIC_RELAXED) &&
+		    shm->shmring && ring_sleep(shm, step, ms))
 			return;
 		if (w->fab.wait_mode == PSC_WAIT_FD && !psc_ep_poisoned(w))
 			wait_fd(w, PSC_MIN(step_secs(step), 1e-3));
