@@ -70,7 +70,7 @@ static int peer_failure(struct ps_comm *c, int rc, char *msg, size_t len)
 
 double psc_comm_op_deadline(const struct ps_comm *c)
 {
-	return c->op_timeout > 0 ? psc_now() + c->op_timeout : 0;
+	return psc_deadline(c->op_timeout);
 }
 
 int psc_comm_waited(struct ps_comm *c, int rc, ps_comm_status_t *status,

@@ -14,6 +14,11 @@ double psc_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+double psc_deadline(double secs)
+{
+	return secs > 0 ? psc_now() + secs : 0;
+}
+
 double psc_thread_cpu(void)
 {
 	struct timespec ts;

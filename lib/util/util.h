@@ -30,6 +30,13 @@
 /* Monotonic time in seconds. */
 double psc_now(void);
 
+/*
+ * When something started now with a timeout of secs seconds times out:
+ * psc_now() + secs, or 0 (none) when secs is not above 0 (the "0 = none"
+ * of PS_COMM_OP_TIMEOUT and its kind).
+ */
+double psc_deadline(double secs);
+
 /* CPU time the calling thread has used, in seconds. */
 double psc_thread_cpu(void);
 

@@ -280,7 +280,7 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 			"message from node %d", f.sender);
 		return;
 	}
-	in->deadline = psc_van_op_deadline(v);
+	in->deadline = psc_deadline(v->params.op_timeout);
 	in->err = post_pieces_recv(v, slot, &f, in);
 	queue_inflight(v, in);
 }

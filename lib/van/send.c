@@ -151,7 +151,7 @@ int psc_van_post_batch(struct ps_comm_van *v, struct van_peer *p,
 	int rc;
 
 	b->peer = p;
-	b->deadline = psc_van_op_deadline(v);
+	b->deadline = psc_deadline(v->params.op_timeout);
 	pthread_mutex_lock(&p->send_lock);
 	rc = post_pieces(v, p, b, flen, meta, meta_len, inline_meta, segs,
 			 nseg);

@@ -177,9 +177,6 @@ int psc_van_send(struct ps_comm_van *v, const void *buf, size_t len,
 int psc_van_recv(struct ps_comm_van *v, void *buf, size_t len, int peer,
 		 int64_t tag, ps_comm_request_t *req);
 
-/* When an operation started now times out (PS_COMM_OP_TIMEOUT), or 0. */
-double psc_van_op_deadline(const struct ps_comm_van *v);
-
 /* ------------------------------------------------- peer.c: nodes */
 
 /* The peer with this id, or NULL. v->lock held. */

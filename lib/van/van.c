@@ -62,12 +62,6 @@ int psc_van_recv(struct ps_comm_van *v, void *buf, size_t len, int peer,
 			  err);
 }
 
-double psc_van_op_deadline(const struct ps_comm_van *v)
-{
-	return v->params.op_timeout > 0 ? psc_now() + v->params.op_timeout
-					: 0;
-}
-
 void ps_comm_van_msg_release(ps_comm_van_msg_t *msg)
 {
 	if (!msg)
