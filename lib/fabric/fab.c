@@ -112,10 +112,12 @@ static int fab_getinfo(psc_getinfo_fn gi, uint64_t flags,
 	if (timed) {
 		pthread_mutex_lock(&first_lock);
 		timed = !first_done;
-		if (!timed)
+		if (timed) {
+			cpu = psc_thread_cpu();
+			wall = psc_now();
+		} else {
 			pthread_mutex_unlock(&first_lock);
-		cpu = psc_thread_cpu();
-		wall = psc_now();
+		}
 	}
 	rc = gi(PSC_FI_VERSION, NULL, NULL, flags, hints, list);
 	if (timed) {
