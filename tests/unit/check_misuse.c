@@ -3,7 +3,8 @@
  * attributes and environment values that cannot be (ps_comm_init fails
  * with PS_COMM_ERR_ARG for an attribute and PS_COMM_ERR_CONFIG for a
  * variable, before anything opens, and its log names the field or the
- * variable), and handles used after ps_comm_finalize or completion
+ * variable; a van's bind the same, with PS_COMM_ERR_CONFIG for a bad
+ * PS_COMM_INTRA), and handles used after ps_comm_finalize or completion
  * (PS_COMM_ERR_ARG, not a crash: the best-effort check of ps_comm.h),
  * and van handles that are NULL or destroyed, the same way.
  * The stale-handle tests read freed memory on purpose, so they are left
@@ -149,6 +150,35 @@ START_TEST(test_size_alone_one_rank)
 }
 END_TEST
 
+/*
+ * A bad PS_COMM_INTRA refuses the van's bind with PS_COMM_ERR_CONFIG
+ * (ps_comm/van.h), before any endpoint opens; the van has no last-error
+ * call, so the log is what names the variable.
+ */
+START_TEST(test_van_intra_refused)
+{
+	ps_comm_van_t v = NULL;
+	int port = 0, rc_create, rc_bind = -1;
+
+	setenv("PS_COMM_INTRA", "bogus", 1);
+	/*
+	 * create reads the parameters but leaves PS_COMM_INTRA to bind. The
+	 * value points into the environment: unset it only after bind, and
+	 * before an assertion can end the test.
+	 */
+	rc_create = ps_comm_van_create(&v);
+	if (rc_create == 0)
+		rc_bind = ps_comm_van_bind(v, "127.0.0.1", 0, 1, &port);
+	unsetenv("PS_COMM_INTRA");
+	ck_assert_int_eq(rc_create, 0);
+	ck_assert_int_eq(rc_bind, PS_COMM_ERR_CONFIG);
+	ck_assert_str_eq(ps_comm_van_provider(v), "");
+	ck_assert_msg(logged("PS_COMM_INTRA"), "the log does not name %s",
+		      "PS_COMM_INTRA");
+	ps_comm_van_destroy(v);
+}
+END_TEST
+
 /* --------------------------------------------------------- stale handles */
 
 /* Every van call on v (NULL or destroyed) is refused, none crashes. */
@@ -284,6 +314,7 @@ static Suite *misuse_suite(void)
 			    (int)PSC_ARRAY_SIZE(env_bad));
 	tcase_add_test(tc, test_size_alone_one_rank);
 	tcase_add_test(tc, test_van_null);
+	tcase_add_test(tc, test_van_intra_refused);
 	suite_add_tcase(s, tc);
 #ifndef UNDER_ASAN
 	tc = tcase_create("stale handles");
