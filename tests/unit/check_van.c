@@ -1201,9 +1201,16 @@ static void dying_node(int in, int out, int sig, int go_in)
 	if (ps_comm_van_connect(b.van, 9, HOST, port) != 0)
 		_exit(4);
 	expect(&b, 9, "request", &m);
-	/* Told to (go_in): with a message on its way, no receive posted. */
-	if (go_in >= 0 && read(go_in, &port, sizeof(port)) != sizeof(port))
-		_exit(7);
+	/*
+	 * With go_in: say so and leave the van's receive, then wait to be
+	 * told (a message is then on its way that no receive was posted
+	 * for).
+	 */
+	if (go_in >= 0) {
+		send_text(&b, 9, "ready", NULL, 0);
+		if (read(go_in, &port, sizeof(port)) != sizeof(port))
+			_exit(7);
+	}
 	raise(sig);
 	_exit(6);
 }
@@ -1383,10 +1390,12 @@ static void large_never_granted(int sig)
 	pid = start_dying_on_go(&a, &port, sig, &go);
 	unsetenv("PS_COMM_PEER_TIMEOUT");
 	send_text(&a, 8, "request", NULL, 0);
+	/* Node 8 no longer receives: nothing will take the frame below. */
+	expect(&a, 8, "ready", &m);
+	ps_comm_van_msg_release(&m);
 	dead_err = 0;
 	rc = ps_comm_van_send(a.van, 8, "x", 1, &seg, 1, note_err, NULL);
 	ck_assert_msg(rc == 0, "send: %s", ps_comm_strerror(rc));
-	/* It goes once it has the request, which this receive progresses. */
 	ck_assert_int_eq(write(go, &port, sizeof(port)), sizeof(port));
 	close(go);
 	t0 = psc_now();
