@@ -1086,6 +1086,50 @@ START_TEST(test_wrong_key)
 END_TEST
 
 /*
+ * A fetch that says where its go-aheads go must name this van's provider
+ * and carry an address; otherwise the van refuses it (an ERROR answer,
+ * no slot bound) and goes on serving.
+ */
+START_TEST(test_fetch_refused)
+{
+	static const uint8_t name[PSC_NODE_NAME_MAX + 1];
+	struct psc_node_names self = {.provider = "bogus", .name = name,
+				      .namelen = 4, .node = ""};
+	struct psc_auth_key key;
+	struct psc_van_addr got;
+	struct node a;
+	char err[512];
+
+	setenv("PS_COMM_JOB_KEY", "van-key-one", 1);
+	node_up(&a, 8);
+	unsetenv("PS_COMM_JOB_KEY");
+	ck_assert_int_eq(psc_auth_key_load(&key, "van-key-one", err,
+					   sizeof(err)), 0);
+	/* Another provider's address: refused, and it says which. */
+	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &key, &self,
+				       ps_comm_van_provider(a.van),
+				       psc_now() + 5, &got, err, sizeof(err)),
+			 -EBADE);
+	ck_assert_msg(strstr(err, "bogus") != NULL, "%s", err);
+	/* This provider, but an address longer than any. */
+	self.provider = ps_comm_van_provider(a.van);
+	self.namelen = sizeof(name);
+	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &key, &self,
+				       ps_comm_van_provider(a.van),
+				       psc_now() + 5, &got, err, sizeof(err)),
+			 -EBADE);
+	ck_assert_msg(strstr(err, "refused") != NULL, "%s", err);
+	/* A probe (no addresses) still gets an answer. */
+	ck_assert_int_eq(psc_van_fetch(HOST, a.port, &key, NULL,
+				       ps_comm_van_provider(a.van),
+				       psc_now() + 5, &got, err, sizeof(err)),
+			 0);
+	ck_assert_uint_gt(got.slot, 0);
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/*
  * PS_COMM_WAIT: auto polls only where every rank of the job has a core
  * (a van counts none, so it keeps the wait object); other values are a
  * configuration error, for a van as for a communicator.
@@ -1811,6 +1855,7 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_connect_unreachable);
 	tcase_add_test(tc, test_wait_policy);
 	tcase_add_test(tc, test_wrong_key);
+	tcase_add_test(tc, test_fetch_refused);
 	tcase_add_test(tc, test_reused_id);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("faults");
