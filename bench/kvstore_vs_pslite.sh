@@ -29,7 +29,7 @@ RUNS=${RUNS:-3} KEYS=${KEYS:-64} VALUE=${VALUE:-1048576} ROUNDS=${ROUNDS:-5}
 median() { sort -g | awk '{v[NR] = $1} END {print v[int((NR + 1) / 2)]}'; }
 
 kvstore_once() {
-	local port=$((20000 + RANDOM % 20000)) pids= log
+	local port=$((20000 + RANDOM % 12768)) pids= log
 	log=$(mktemp)
 	export DMLC_PS_ROOT_URI=127.0.0.1 DMLC_PS_ROOT_PORT=$port \
 		DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1

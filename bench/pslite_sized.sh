@@ -52,15 +52,17 @@ g++ -std=c++11 -O2 -pthread -isystem "$pslite/include" -I"$prefix/include" \
 	"$here/pslite_sized.cc" "$pslite/build/libps.a" -lprotobuf-lite -lzmq \
 	-L"$libdir" -lpscomm -Wl,-rpath,"$libdir" -o "$prog" || exit 1
 
-# once VAN LAYOUT BYTES OPS MODE: the workers' mean us/op, or "fail".
+# once VAN LAYOUT BYTES OPS MODE: the workers' mean us/op, or "fail" (the
+# run's whole output kept in DIR/fail-*.log). The root port is below
+# Linux's ephemeral range (32768 up), where ps-lite's nodes pick theirs.
 once() {
-	local van=$1 s=${2%x*} w=${2#*x} log pids=() rc=0 prov=
+	local van=$1 s=${2%x*} w=${2#*x} log keep pids=() rc=0 prov=
 	log=$(mktemp)
 	case $van in pscomm:*) prov=${van#pscomm:} ;; esac
 	(
 		export DMLC_NUM_SERVER=$s DMLC_NUM_WORKER=$w \
 			DMLC_PS_ROOT_URI=127.0.0.1 DMLC_NODE_HOST=127.0.0.1 \
-			DMLC_PS_ROOT_PORT=$((20000 + RANDOM % 20000)) \
+			DMLC_PS_ROOT_PORT=$((20000 + RANDOM % 12768)) \
 			DMLC_PS_VAN_TYPE=${van%%:*} PS_COMM_JOB_KEY=pslite-sized
 		# auto: FI_PROVIDER unset, the van's default (shm inside a
 		# node, which here is every node).
@@ -83,7 +85,9 @@ once() {
 			awk '{t += $1} END {printf "%.2f\n", t / NR}'
 	else
 		echo fail
-		sed 's/^/#   /' "$log" | tail -n 5 >&2
+		keep=$(mktemp "$out/fail-XXXXXX.log")
+		cp "$log" "$keep"
+		echo "pslite_sized.sh: $van $2 $3 $5 failed: $keep" >&2
 	fi
 	rm -f "$log"
 }
