@@ -216,6 +216,27 @@ size_t psc_node_chan_single(const struct psc_node_chan *n)
 }
 
 /*
+ * Double *arr (*cap elements of elem bytes; 16 to start) under the
+ * endpoint lock, which reply_addr reads it under. false when out of
+ * memory. join_lock held.
+ */
+static bool grow(struct psc_node_chan *n, void **arr, size_t *cap,
+		 size_t elem)
+{
+	size_t want = *cap ? 2 * *cap : 16;
+	void *grown;
+
+	psc_ep_lock(n->ch.ep);
+	grown = realloc(*arr, want * elem);
+	if (grown) {
+		*arr = grown;
+		*cap = want;
+	}
+	psc_ep_unlock(n->ch.ep);
+	return grown != NULL;
+}
+
+/*
  * The entry of peer in n->known, joined now when new: its index in *idx.
  * Returns 0, -ENOSPC (PSC_NODE_KNOWN_MAX nodes joined), -ENOMEM or the AV
  * insert's error. join_lock held.
@@ -243,20 +264,9 @@ static int known_get(struct psc_node_chan *n,
 	}
 	if (n->nknown == PSC_NODE_KNOWN_MAX)
 		return -ENOSPC;
-	if (n->nknown == n->known_cap) {
-		size_t cap = n->known_cap ? 2 * n->known_cap : 8;
-		void *grown;
-
-		psc_ep_lock(n->ch.ep);
-		grown = realloc(n->known, cap * sizeof(*n->known));
-		if (grown) {
-			n->known = grown;
-			n->known_cap = cap;
-		}
-		psc_ep_unlock(n->ch.ep);
-		if (!grown)
-			return -ENOMEM;
-	}
+	if (n->nknown == n->known_cap &&
+	    !grow(n, (void **)&n->known, &n->known_cap, sizeof(*n->known)))
+		return -ENOMEM;
 	rc = psc_ep_av_insert(n->ch.path[path].ep, name, &addr);
 	if (rc)
 		return rc;
@@ -296,20 +306,10 @@ int psc_node_chan_reply_bind(struct psc_node_chan *n, uint32_t slot,
 	pthread_mutex_lock(&n->join_lock);
 	rc = known_get(n, peer, &idx);
 	if (!rc && n->nreplies == n->replies_cap &&
-	    n->replies_cap < PSC_NODE_REPLY_MAX) {
-		size_t cap = n->replies_cap ? 2 * n->replies_cap : 16;
-		void *grown;
-
-		psc_ep_lock(n->ch.ep);
-		grown = realloc(n->replies, cap * sizeof(*n->replies));
-		if (grown) {
-			n->replies = grown;
-			n->replies_cap = cap;
-		}
-		psc_ep_unlock(n->ch.ep);
-		if (!grown)
-			rc = -ENOMEM;
-	}
+	    n->replies_cap < PSC_NODE_REPLY_MAX &&
+	    !grow(n, (void **)&n->replies, &n->replies_cap,
+		  sizeof(*n->replies)))
+		rc = -ENOMEM;
 	if (!rc) {
 		psc_ep_lock(n->ch.ep);
 		/* Full: the oldest binding makes room (a ring). */
