@@ -25,6 +25,7 @@
 #define _GNU_SOURCE
 #endif
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -1137,15 +1138,54 @@ static struct rank *find_rank(struct job *job, pid_t pid)
 	return NULL;
 }
 
+/*
+ * A rank killed by a signal: remove the shared-memory files it left in
+ * /dev/shm (libfabric shm's queues, "PID:...", and pscomm's message
+ * rings, "psc-ring-PID-..."). A rank removes its own when it ends by
+ * SIGTERM, SIGINT or SIGHUP, and the survivors of a job remove a dead
+ * rank's once they see it die; a rank killed before the survivors know
+ * it (SIGKILL during ps_comm_init) or whose survivors exit first would
+ * keep its files until the next reboot. Called before the rank is
+ * reaped, so its pid cannot belong to another process yet.
+ */
+static void remove_shm_files(pid_t pid)
+{
+	char shm[32], ring[40];
+	size_t ns, nr;
+	struct dirent *d;
+	DIR *dir;
+
+	ns = (size_t)snprintf(shm, sizeof shm, "%ld:", (long)pid);
+	nr = (size_t)snprintf(ring, sizeof ring, "psc-ring-%ld-", (long)pid);
+	if (!(dir = opendir("/dev/shm")))
+		return;
+	while ((d = readdir(dir)) != NULL)
+		if (strncmp(d->d_name, shm, ns) == 0 ||
+		    strncmp(d->d_name, ring, nr) == 0)
+			unlinkat(dirfd(dir), d->d_name, 0);
+	closedir(dir);
+}
+
 static void reap(struct job *job)
 {
 	struct rank *r;
+	siginfo_t si;
 	pid_t pid;
 	int status;
 
-	while ((pid = waitpid(-1, &status,
-			      WNOHANG | WUNTRACED | WCONTINUED)) > 0) {
-		if (!(r = find_rank(job, pid)))
+	for (;;) {
+		/* Look first (WNOWAIT): the pid stays this rank's. */
+		memset(&si, 0, sizeof si);
+		if (waitid(P_ALL, 0, &si, WEXITED | WSTOPPED | WCONTINUED |
+			   WNOHANG | WNOWAIT) != 0 || si.si_pid == 0)
+			break;
+		pid = si.si_pid;
+		r = find_rank(job, pid);
+		if (r && (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED))
+			remove_shm_files(pid);
+		if (waitpid(pid, &status, WNOHANG | WUNTRACED | WCONTINUED) <= 0)
+			break;
+		if (!r)
 			continue;
 		if (WIFSTOPPED(status) || WIFCONTINUED(status))
 			rank_stopped(job, r, status);

@@ -66,6 +66,7 @@ struct psc_store_tcp_server {
 	int size;
 	uint64_t job;	     /* generation */
 	double deadline;
+	double opened;	     /* when it started serving */
 	uint8_t session[PSC_AUTH_SESSION_LEN];
 	struct rank_slot *ranks;
 	struct kv *kvs;
@@ -171,17 +172,23 @@ static bool joined(const struct psc_store_tcp_server *sv, int r)
 
 /*
  * A joined rank left before its goodbye. It died, unless it was waiting
- * for a rank that never published: then it gave up on that one (its own
- * PS_COMM_TIMEOUT), and that one is to blame.
+ * for a rank that never published and its PS_COMM_TIMEOUT is (about)
+ * over: then it gave up on that one, and that one is to blame. The
+ * ranks' deadlines are the server's give or take their start times, so
+ * a rank that leaves well before the server's own deadline (by a quarter
+ * of the timeout, at least a second) died, e.g. by SIGKILL, whoever it
+ * waited for.
  */
 static void conn_lost(struct psc_store_tcp_server *sv, struct conn *c, const char *wait)
 {
 	char why[300], *end = NULL;
 	long v = wait ? strtol(wait, &end, 10) : -1;
 	int r = v >= 0 && v < sv->size ? (int)v : -1;
+	double slack = PSC_MAX(1.0, (sv->deadline - sv->opened) / 4);
+	bool late = psc_now() >= sv->deadline - slack;
 
 	/* wait is "RANK/KEY": the rank c was waiting for. */
-	if (r >= 0 && end != wait && *end == '/' && r != c->rank)
+	if (late && r >= 0 && end != wait && *end == '/' && r != c->rank)
 		snprintf(why, sizeof(why), "rank %d %s: rank %d (%s) gave up "
 			 "waiting for it", r,
 			 joined(sv, r) ? "died or stalled before it published "
@@ -559,6 +566,7 @@ int psc_store_tcp_serve(struct psc_store *s, struct sockaddr_storage *addr,
 	sv->size = s->size;
 	sv->job = job;
 	sv->deadline = s->deadline;
+	sv->opened = psc_now();
 	psc_auth_random(sv->session, sizeof(sv->session));
 	rc = psc_lsn_open(&sv->lsn, &cfg, &store_lsn_ops, sv, s->err,
 			  sizeof(s->err));

@@ -181,10 +181,12 @@ void psc_shmring_close(struct psc_ep *ep)
 		/*
 		 * Not mapped yet: the receiver may still come for what was
 		 * written (its announcement is on the way), so the name
-		 * stays unless nothing was.
+		 * stays unless nothing was, or a node-local peer died on
+		 * this endpoint (poisoned): nothing more goes through it,
+		 * and a receiver that died never comes.
 		 */
 		if (!__atomic_load_n(&t->h->mapped, __ATOMIC_ACQUIRE) &&
-		    t->tail == 0)
+		    (t->tail == 0 || psc_ep_poisoned(ep)))
 			shm_unlink(t->name);
 		munmap(t->h, t->maplen);
 	}

@@ -147,16 +147,15 @@ static bool exited(int fd)
 }
 
 /*
- * Dead rank r's process is gone: remove the shared-memory files it left
- * (a stopped one keeps them): the provider's, and pscomm's message rings
- * nobody mapped. Then stop watching it. Lock held.
+ * Remove the shared-memory files dead rank r's exited process left (a
+ * stopped one keeps them): the provider's, found through a watch, and
+ * pscomm's message rings nobody mapped. Idempotent. Lock held.
  */
-static void gone(struct psc_live *l, int r)
+static void remove_files_of(struct psc_live *l, int r)
 {
 	const struct psc_provider_ops *prov;
 
 	psc_shmring_remove_pid(l->peers[r].pid);
-
 	for (struct watch *w = l->watches; w; w = w->next) {
 		prov = psc_provider_lookup(psc_ep_provider(w->ep));
 		if (prov->remove_regions) {
@@ -164,8 +163,80 @@ static void gone(struct psc_live *l, int r)
 			break;
 		}
 	}
+}
+
+/*
+ * Dead rank r's process is gone: remove its files, then stop watching
+ * it. Monitor thread (or a caller once it stopped). Lock held.
+ */
+static void gone(struct psc_live *l, int r)
+{
+	remove_files_of(l, r);
 	close(l->peers[r].pidfd);
 	l->peers[r].pidfd = -1;
+}
+
+/* Whether the process behind pid (its pidfd still open) is stopped. */
+static bool stopped(int pid)
+{
+	char path[32], buf[128], *p;
+	ssize_t got;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	got = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (got <= 0)
+		return false;
+	buf[got] = '\0';
+	/* "pid (comm) S ...": the state follows the last ')'. */
+	p = strrchr(buf, ')');
+	return p && (p[1] == ' ') && (p[2] == 'T' || p[2] == 't');
+}
+
+void psc_live_reap(struct psc_live *l, const void *owner)
+{
+	int fds[REAP_MAX], who[REAP_MAX], n = 0;
+	double end = psc_now() + REAP_S;
+
+	for (struct watch *w = l->watches; w; w = w->next) {
+		if (w->owner != owner)
+			continue;
+		for (int i = 0; i < w->n && n < REAP_MAX; i++) {
+			int r = w->world[i], fd;
+			bool seen = false;
+
+			if (r < 0 || r >= l->cfg.size ||
+			    l->peers[r].state != P_DEAD ||
+			    l->peers[r].pidfd < 0 || stopped(l->peers[r].pid))
+				continue;
+			for (int j = 0; j < n && !seen; j++)
+				seen = who[j] == r;
+			/* A copy: the monitor thread may close its own. */
+			if (seen || (fd = fcntl(l->peers[r].pidfd,
+						F_DUPFD_CLOEXEC, 0)) < 0)
+				continue;
+			fds[n] = fd;
+			who[n++] = r;
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		struct pollfd p = {.fd = fds[i], .events = POLLIN};
+		double left;
+		int ms;
+
+		pthread_mutex_unlock(&l->lock);
+		do {
+			left = end - psc_now();
+			ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+		} while (poll(&p, 1, ms) < 0 && errno == EINTR);
+		pthread_mutex_lock(&l->lock);
+		if (p.revents & POLLIN)
+			remove_files_of(l, who[i]);
+		close(fds[i]);
+	}
 }
 
 /*

@@ -349,6 +349,7 @@ void psc_live_unwatch(struct psc_live *l, const void *owner)
 
 	/* An owner on a pair has a watch per endpoint. */
 	pthread_mutex_lock(&l->lock);
+	psc_live_reap(l, owner);
 	for (pp = &l->watches; *pp;)
 		if ((*pp)->owner == owner) {
 			w = *pp;

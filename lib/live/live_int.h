@@ -127,6 +127,18 @@ int psc_live_listen(struct psc_live *l, char *err, size_t len);
 /* Sample every watched endpoint's libfabric call (live_api.c). */
 void psc_live_watchdog(struct psc_live *l, double now);
 
+/*
+ * Owner is leaving: wait up to REAP_S in all for the processes of its
+ * dead ranks that share this kernel and are not stopped (at most
+ * REAP_MAX) to exit, and remove the files each left, as the monitor
+ * thread does once it sees the exit. A rank that fails its job exits at
+ * once, often before the dead rank's exit is complete; without this its
+ * queues stayed in /dev/shm. Drops the lock while it waits (live.c).
+ */
+#define REAP_S 1.0
+#define REAP_MAX 64
+void psc_live_reap(struct psc_live *l, const void *owner);
+
 /* Whether rank r's process shares this kernel and pid namespace. */
 bool psc_live_is_local(const struct psc_live *l, int r);
 

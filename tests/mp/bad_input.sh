@@ -252,6 +252,31 @@ for r in 0 1; do
 		says_re el$r err "rank 2 .*died during bootstrap"
 done
 
+# Rank 2 is killed while it waits for rank 1, which has not joined yet:
+# it died (long before any PS_COMM_TIMEOUT), and rank 1 is not to blame.
+free_port
+env_e="$COMMON PS_COMM_TIMEOUT=60 PS_COMM_ROOT=127.0.0.1:$port PS_COMM_SIZE=3"
+spawn ew0 $env_e PS_COMM_RANK=0 "$PINGPONG" $PPARGS
+wait_listen "$port"
+spawn ewp $env_e PS_COMM_RANK=2 sh -c \
+	'echo $$ >"$0"; echo $$ >>"$1"; exec "$2" hello-and-wait' \
+	"$tmp/ewp.realpid" "$tmp/kill9" "$PROBE"
+wait_until 20 has_line "$tmp/ewp.out" 'waiting for rank 1' ||
+	not_ok "e: rank 2 did not wait for rank 1 within 20 s"
+kill -KILL "$(cat "$tmp/ewp.realpid")" 2>/dev/null
+finish ewp
+wait_says ew0 err "rendezvous aborted"
+spawn ew1 $env_e PS_COMM_RANK=1 "$PINGPONG" $PPARGS
+finish ew0
+finish ew1
+d="e: rank 2 killed while it waits for rank 1"
+for r in 0 1; do
+	check "$d: rank $r fails" failed_with ew$r
+	check "$d: rank $r fails fast (< 15 s, TIMEOUT 60)" within ew$r 15000
+	check "$d: rank $r says rank 2 died during bootstrap" \
+		says_re ew$r err "rank 2 .*died during bootstrap"
+done
+
 # --- f: settings that must agree ----------------------------------------------
 
 free_port

@@ -9,8 +9,11 @@
 #  - one rank gets SIGTERM once every rank has its queues: it ends by the
 #    signal (lib/fabric/sig.h removes its files), and the launcher stops
 #    the others;
-#  - one rank gets SIGKILL: the survivors on its host remove its files
-#    when they see it die (lib/live), then fail and are stopped;
+#  - one rank gets SIGKILL (maybe still inside ps_comm_init): the
+#    survivors on its host remove its files when they see it die and its
+#    process is gone (lib/live, also as they finalize), and their own
+#    rings toward it; the launcher removes the files of a rank a signal
+#    killed, for the deaths no survivor saw;
 #  - the launcher gets SIGINT (a user's ^C) and passes it on.
 #
 # The rank script is single-quoted on purpose (the ranks expand it), and

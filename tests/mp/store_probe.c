@@ -18,6 +18,9 @@
  *                  _exit(9) before its record: a rank that dies
  *                  mid-bootstrap.
  *   hello-and-hang the same, then sleeps until killed.
+ *   hello-and-wait the same, then waits for the record "probe" of rank
+ *                  PS_COMM_RANK - 1 (a rank that has not joined) until
+ *                  killed; it prints "waiting" first.
  *
  * Everything that happens is printed on stdout, one line per event.
  *
@@ -228,7 +231,9 @@ static int mode_oversized(struct probe *p)
 	return rc;
 }
 
-static int mode_hello(struct probe *p, bool die)
+enum hello_then { HELLO_DIE, HELLO_HANG, HELLO_WAIT };
+
+static int mode_hello(struct probe *p, enum hello_then then)
 {
 	struct psc_store s = {0};
 	struct psc_auth_key key;
@@ -252,10 +257,20 @@ static int mode_hello(struct probe *p, bool die)
 	}
 	printf("joined the rendezvous at %s as rank %d of %d; %s\n",
 	       p->params.root, p->rank, p->size,
-	       die ? "dying now" : "hanging until killed");
+	       then == HELLO_DIE ? "dying now" : "hanging until killed");
 	fflush(stdout);
-	if (die)
+	if (then == HELLO_DIE)
 		_exit(EXIT_DIED);
+	if (then == HELLO_WAIT && p->rank > 0) {
+		void *val = NULL;
+		size_t len;
+
+		printf("waiting for rank %d\n", p->rank - 1);
+		fflush(stdout);
+		rc = s.ops->get(&s, p->rank - 1, "probe", &val, &len);
+		printf("the wait ended: %s\n", rc ? s.err : "got it");
+		free(val);
+	}
 	for (;;)
 		pause();
 }
@@ -268,13 +283,14 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc != 2) {
 		fprintf(stderr, "usage: store_probe garbage|oversized|"
-			"hello-and-die|hello-and-hang\n");
+			"hello-and-die|hello-and-hang|hello-and-wait\n");
 		return EXIT_USAGE;
 	}
 	if (strcmp(argv[1], "garbage") != 0 &&
 	    strcmp(argv[1], "oversized") != 0 &&
 	    strcmp(argv[1], "hello-and-die") != 0 &&
-	    strcmp(argv[1], "hello-and-hang") != 0) {
+	    strcmp(argv[1], "hello-and-hang") != 0 &&
+	    strcmp(argv[1], "hello-and-wait") != 0) {
 		fprintf(stderr, "store_probe: unknown mode \"%s\"\n", argv[1]);
 		return EXIT_USAGE;
 	}
@@ -285,5 +301,9 @@ int main(int argc, char **argv)
 		return mode_garbage(&p);
 	if (strcmp(argv[1], "oversized") == 0)
 		return mode_oversized(&p);
-	return mode_hello(&p, strcmp(argv[1], "hello-and-die") == 0);
+	if (strcmp(argv[1], "hello-and-die") == 0)
+		return mode_hello(&p, HELLO_DIE);
+	return mode_hello(&p, strcmp(argv[1], "hello-and-wait") == 0
+				      ? HELLO_WAIT
+				      : HELLO_HANG);
 }
