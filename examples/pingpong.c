@@ -255,6 +255,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "pingpong: rank %d: %s failed: %s%s%s\n",
 			c.rank, c.what, ps_comm_strerror(rc),
 			detail[0] ? ": " : "", detail);
+		/*
+		 * A failure of this rank's own (not a dead peer's, which
+		 * every rank learns): the others may wait for it, so tell
+		 * them rather than leave them waiting.
+		 */
+		if (rc != PS_COMM_ERR_PEER && rc != PS_COMM_ERR_ABORTED)
+			ps_comm_abort(c.comm, rc);
 	}
 	free(c.buf);
 	if (ps_comm_finalize(c.comm) && !rc)

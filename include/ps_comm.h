@@ -183,6 +183,15 @@ PS_COMM_API int ps_comm_recv(ps_comm_t comm, void *buf, size_t len, int peer,
 /*
  * Nonblocking point-to-point. The buffer must stay valid and untouched
  * until the request completes through ps_comm_test/wait/waitall.
+ * Receives pending at once may share a buffer (a bandwidth test's
+ * window) on tcp, net, shm and verbs;ofi_rxm, where pscomm matches
+ * messages itself: each completes, and the buffer then holds one of the
+ * messages' bytes, or a mix of them. On the providers that match tagged
+ * messages in the NIC or their own library (efa, psm2, psm3, opx, udp,
+ * sockets, verbs;ofi_rxd), a receive that may get a message longer than
+ * the provider's largest single message must not share the first 24
+ * bytes of its buffer with another pending receive: its header could be
+ * overwritten before pscomm reads it.
  */
 PS_COMM_API int ps_comm_isend(ps_comm_t comm, const void *buf, size_t len,
 			      int peer, int tag, ps_comm_request_t *req);

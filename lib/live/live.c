@@ -224,13 +224,13 @@ void psc_live_reap(struct psc_live *l, const void *owner)
 	}
 	for (int i = 0; i < n; i++) {
 		struct pollfd p = {.fd = fds[i], .events = POLLIN};
-		double left;
+		double rest;
 		int ms;
 
 		pthread_mutex_unlock(&l->lock);
 		do {
-			left = end - psc_now();
-			ms = left > 0 ? (int)(left * 1000) + 1 : 0;
+			rest = end - psc_now();
+			ms = rest > 0 ? (int)(rest * 1000) + 1 : 0;
 		} while (poll(&p, 1, ms) < 0 && errno == EINTR);
 		pthread_mutex_lock(&l->lock);
 		if (p.revents & POLLIN)

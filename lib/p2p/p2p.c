@@ -699,6 +699,27 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 }
 
 /*
+ * Where to read a large message's header that first receive r got. The
+ * header lands in the caller's buffer, and a program may have other
+ * receives pending on the same bytes (a bandwidth window posts them all
+ * into one buffer): the chunks of another message, written by the NIC
+ * or the kernel (rxe, siw) at any moment, may overwrite it there before
+ * it is read. Software matching (caps.sw_match: every provider pscomm
+ * picks by default) delivers from pscomm's own copy, valid while the
+ * completion is handled (ev->buf), so the header is read there. Where
+ * the provider matches and writes the buffer itself, the header is read
+ * from the buffer, and ps_comm.h (ps_comm_irecv) asks programs not to
+ * share those bytes between pending receives there.
+ */
+static const uint8_t *first_hdr(const struct ps_comm_request *r,
+				const struct fi_cq_tagged_entry *ev)
+{
+	if (psc_ep_caps(r->ep)->sw_match && ev->buf)
+		return ev->buf;
+	return r->buf;
+}
+
+/*
  * The first receive of a message completed: a small message (copied out
  * of scratch when short) or a large message's header.
  */
@@ -721,7 +742,7 @@ static int first_recv_complete(struct ps_comm_request *r,
 			got = r->len + 1; /* more than fitted */
 	}
 	if (psc_tag_is_large(tl, ev->tag) && got == LARGE_HDR_LEN)
-		return recv_large(r, r->buf);
+		return recv_large(r, first_hdr(r, ev));
 	/* A zero-length receive may have a NULL buffer: copy nothing. */
 	if (r->buf == r->scratch && PSC_MIN(got, r->user_len))
 		psc_copy(r->user_buf, r->scratch, PSC_MIN(got, r->user_len));

@@ -68,6 +68,8 @@ static void deliver(struct psc_ep *ep, struct ps_comm_request *r,
 	if (r->ep != ep)
 		psc_req_move(r, ep);
 	psc_copy(r->buf, data, PSC_MIN(len, r->len));
+	/* pscomm's own copy, stable during the dispatch (a large header). */
+	ev.buf = (void *)data;
 	ev.tag = tag;
 	ev.len = len;
 	r->state = PSC_REQ_POSTED;

@@ -1,6 +1,7 @@
 /*
  * The multi-process point-to-point suite, run under ps_comm_run on every
- * provider present: message sizes from 0 B to 8 MiB and 64 MiB, wildcards,
+ * provider present: message sizes from 0 B to 8 MiB and 64 MiB, a window
+ * of large receives sharing one buffer, wildcards,
  * non-overtaking order, truncation, self-send, 10,000 outstanding
  * requests, receivers idle long enough to sleep (woken in time, and
  * using little CPU while they wait), several sending
@@ -441,6 +442,73 @@ static void test_large(void)
 	ok(t);
 }
 
+/*
+ * A bandwidth test's window: rank 1 posts all its receives into one
+ * buffer, rank 0 sends large messages (many chunks each) of different
+ * lengths. Every receive must complete with its own message's length:
+ * the chunks of one message landing on another's header, before pscomm
+ * read it, must not mix them up or fail them. The bytes are a mix (the
+ * receives share them); a checked message afterwards shows the channel
+ * is still in order.
+ */
+#define SHARED_WINDOW 16
+static size_t shared_len(int i)
+{
+	return ((size_t)3 << 20) + 3 - (size_t)i * 4099;
+}
+
+static void test_shared_window(void)
+{
+	const char *t = "a window of large receives into one buffer";
+	ps_comm_request_t req[SHARED_WINDOW];
+	ps_comm_status_t st[SHARED_WINDOW];
+	int n = quick ? 4 : SHARED_WINDOW;
+	size_t max = shared_len(0), after = 65536;
+	unsigned char *buf;
+	long bad;
+
+	if (size < 2 || rank > 1) {
+		ok(t);
+		return;
+	}
+	if (!(buf = malloc(max))) {
+		fail(t, "out of memory");
+		ok(t);
+		return;
+	}
+	fill(buf, max, 0, 70);
+	for (int rep = 0; rep < (quick ? 1 : 3); rep++) {
+		for (int i = 0; i < n; i++) {
+			if (rank == 0) {
+				CHECK_RC(t, ps_comm_isend(comm, buf,
+							  shared_len(i), 1, 3,
+							  &req[i]));
+			} else {
+				CHECK_RC(t, ps_comm_irecv(comm, buf, max, 0, 3,
+							  &req[i]));
+			}
+		}
+		CHECK_RC(t, ps_comm_waitall(n, req, rank ? st : NULL));
+		for (int i = 0; rank == 1 && i < n; i++)
+			if (st[i].len != shared_len(i) || st[i].error ||
+			    st[i].source != 0 || st[i].tag != 3)
+				fail(t, "receive %d: status {%d,%d,%zu,%d}, "
+				     "not {0,3,%zu,0}", i, st[i].source,
+				     st[i].tag, st[i].len, st[i].error,
+				     shared_len(i));
+	}
+	if (rank == 0) {
+		fill(buf, after, 0, 71);
+		CHECK_RC(t, ps_comm_send(comm, buf, after, 1, 4));
+	} else {
+		CHECK_RC(t, ps_comm_recv(comm, buf, after, 0, 4, NULL));
+		if ((bad = verify(buf, after, 0, 71)) >= 0)
+			fail(t, "the message after it: byte %ld wrong", bad);
+	}
+	free(buf);
+	ok(t);
+}
+
 static void test_truncate(void)
 {
 	truncate_case(100, 50);
@@ -813,6 +881,7 @@ int main(int argc, char **argv)
 	test_bad_args();
 	test_sizes();
 	test_large();
+	test_shared_window();
 	test_wildcards();
 	test_order();
 	test_mixed();
