@@ -22,9 +22,11 @@
 #	examples	pingpong and allreduce -c across the guests
 #	van		kvstore: scheduler and server in guest 0, worker in
 #			guest 1, every pulled value checked
-#	pslite		ps-lite's test_kv_app across the guests, when
-#			PSC_PSLITE_DIR names a ps-lite built over pscomm's
-#			van (doc/pslite.md); skipped, saying so, otherwise
+#	pslite		ps-lite's test_kv_app across the guests, then its
+#			test_kv_app_benchmark over pscomm and over ZeroMQ
+#			(times printed), when PSC_PSLITE_DIR names a ps-lite
+#			built over pscomm's van (doc/pslite.md); skipped,
+#			saying so, otherwise
 #	vankill		the server kills itself (SIGKILL) on a push, then on
 #			a pull: the worker fails naming a node, in time
 #	rankkill	SIGKILL of a rank in the other guest: every survivor
@@ -390,28 +392,52 @@ case_van() {
 	[ $w -eq 0 ] || tail -5 "$RIG_DIR/g1/$KV.worker.out" | sed 's/^/#   /'
 }
 
+# pslite_job VAN PROG: one ps-lite job of PROG (a ps-lite test program)
+# over VAN (pscomm: verbs;ofi_rxm; zmq: ZeroMQ over the guests' TCP):
+# scheduler and server in guest 0, one worker in guest 1. Sets PS_ST
+# (" worker=RC server=RC sched=RC") and PS_OUT (the worker's output).
+pslite_job() {
+	local van=$1 prog=$2 r env
+	port=$((port + 1))
+	job_seq=$((job_seq + 1))
+	env="export DMLC_PS_ROOT_URI=${RIG_IP[0]} DMLC_PS_ROOT_PORT=$port"
+	env="$env DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1 DMLC_PS_VAN_TYPE=$van"
+	env="$env DMLC_ENABLE_RDMA=0 PS_COMM_JOB_KEY_FILE=/rig/key"
+	[ "$van" = pscomm ] && env="$env FI_PROVIDER='verbs;ofi_rxm'"
+	rig_start 0 "p$job_seq.sched" "$env DMLC_ROLE=scheduler DMLC_NODE_HOST=${RIG_IP[0]}; exec $prog"
+	rig_start 0 "p$job_seq.server" "$env DMLC_ROLE=server DMLC_NODE_HOST=${RIG_IP[0]}; exec $prog"
+	rig_start 1 "p$job_seq.worker" "$env DMLC_ROLE=worker DMLC_NODE_HOST=${RIG_IP[1]}; exec $prog"
+	PS_ST=
+	for r in "1 worker" "0 server" "0 sched"; do
+		set -- $r
+		rig_wait "$1" "p$job_seq.$2" 600
+		PS_ST="$PS_ST $2=$?"
+	done
+	PS_OUT=$RIG_DIR/g1/p$job_seq.worker.out
+}
+
+# ps-lite's test_kv_app over pscomm, then its test_kv_app_benchmark (10
+# million keys pushed and pulled once) over pscomm and over ZeroMQ: both
+# must pass, and the benchmark's times are printed as figures (there is
+# no target under emulation).
 case_pslite() {
-	local d=${PSC_PSLITE_DIR:-} r st
+	local d=${PSC_PSLITE_DIR:-} van push pull
 	if [ -z "$d" ] || [ ! -x "$d/tests/test_kv_app" ]; then
 		echo "ok - ps-lite's test_kv_app on $RIG_DEV # SKIP PSC_PSLITE_DIR does not name a ps-lite build with tests/test_kv_app (doc/pslite.md)"
 		return 0
 	fi
-	port=$((port + 1))
-	job_seq=$((job_seq + 1))
-	local env="export FI_PROVIDER='verbs;ofi_rxm' DMLC_PS_ROOT_URI=${RIG_IP[0]}"
-	env="$env DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1"
-	env="$env DMLC_PS_VAN_TYPE=pscomm DMLC_ENABLE_RDMA=0 PS_COMM_JOB_KEY_FILE=/rig/key"
-	rig_start 0 "p$job_seq.sched" "$env DMLC_ROLE=scheduler DMLC_NODE_HOST=${RIG_IP[0]}; exec $d/tests/test_kv_app"
-	rig_start 0 "p$job_seq.server" "$env DMLC_ROLE=server DMLC_NODE_HOST=${RIG_IP[0]}; exec $d/tests/test_kv_app"
-	rig_start 1 "p$job_seq.worker" "$env DMLC_ROLE=worker DMLC_NODE_HOST=${RIG_IP[1]}; exec $d/tests/test_kv_app"
-	st=
-	for r in "1 worker" "0 server" "0 sched"; do
-		set -- $r
-		rig_wait "$1" "p$job_seq.$2" 600
-		st="$st $2=$?"
+	pslite_job pscomm "$d/tests/test_kv_app"
+	check "ps-lite test_kv_app across the guests:$PS_ST" \
+		[ "$PS_ST" = " worker=0 server=0 sched=0" ]
+	[ -x "$d/tests/test_kv_app_benchmark" ] || return 0
+	for van in pscomm zmq; do
+		pslite_job "$van" "$d/tests/test_kv_app_benchmark"
+		check "ps-lite test_kv_app_benchmark over $van:$PS_ST" \
+			[ "$PS_ST" = " worker=0 server=0 sched=0" ]
+		push=$(sed -n 's/.*Push average time cost: \([0-9.]*\)ms.*/\1/p' "$PS_OUT")
+		pull=$(sed -n 's/.*Pull average time cost: \([0-9.]*\)ms.*/\1/p' "$PS_OUT")
+		echo "# ps-lite benchmark on $RIG_DEV over $van: push ${push:-?} ms, pull ${pull:-?} ms (10,000,000 keys)"
 	done
-	check "ps-lite test_kv_app across the guests:$st" \
-		[ "$st" = " worker=0 server=0 sched=0" ]
 }
 
 # A server that dies on its 3rd push or pull: the worker, waiting for
