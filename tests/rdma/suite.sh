@@ -188,9 +188,10 @@ job_report() {
 
 # job_outputs: each rank's failed checks (the suites' "not ok" lines,
 # which a traced run buries), the end of its output, and a hung rank's
-# threads as gdb saw them before the kill.
+# threads as gdb saw them before the kill. A rank that failed without a
+# word gets its guest's last console lines instead (the kernel's view).
 job_outputs() {
-	local r
+	local r g name
 	for ((r = 0; r < JOB_SIZE; r++)); do
 		echo "#   rank $r (exit ${JOB_RC[r]}):"
 		grep -m 10 '^not ok' "${JOB_OUT[r]}" 2>/dev/null |
@@ -198,6 +199,12 @@ job_outputs() {
 		tail -8 "${JOB_OUT[r]}" 2>/dev/null | sed 's/^/#     /'
 		head -60 "${JOB_OUT[r]%.out}.stacks" 2>/dev/null |
 			sed 's/^/#     /'
+		if [ ! -s "${JOB_OUT[r]}" ]; then
+			read -r g name <<<"${JOB_WHERE[r]}"
+			echo "#     (no output in ${JOB_OUT[r]}; guest $g's console:)"
+			tail -5 "$RIG_DIR/g$g/console.log" 2>/dev/null |
+				sed 's/^/#     /'
+		fi
 	done
 }
 
