@@ -284,8 +284,33 @@ static void compact(struct psc_live *l)
 }
 
 /*
+ * The root died: the lowest rank that is neither dead nor gone, and
+ * listens, takes over. Every rank computes the same one from the same
+ * deaths; this rank becomes it (the others have PS_COMM_PEER_TIMEOUT
+ * from now to join it, or count as dead), or the thread joins it next
+ * round (l->rejoin). Lock held.
+ */
+static void reroot(struct psc_live *l)
+{
+	int old = l->root, r = 0;
+
+	while (r < l->cfg.size && r != l->cfg.rank &&
+	       (l->peers[r].state == P_DEAD || l->peers[r].state == P_LEFT ||
+		strcmp(l->peers[r].addr, "-") == 0))
+		r++;
+	l->root = r;
+	l->rejoin = r == l->cfg.rank ? -1 : r;
+	l->started = psc_now();
+	psc_log(PSC_LOG_INFO, l->cfg.rank, "liveness: rank %d, the root, is "
+		"gone; rank %d takes over%s", old, r,
+		r == l->cfg.rank ? " (this rank)" : "");
+	psc_live_wake(l);
+}
+
+/*
  * Rank r is dead, with words naming it: record it, fail what depends on
- * it and, at rank 0, relay it to every rank. Lock held.
+ * it and, at the root, relay it to every rank; a dead root hands over.
+ * Lock held.
  */
 static void mark_dead(struct psc_live *l, int r, const char *words)
 {
@@ -295,10 +320,11 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 	if (r < 0 || r >= l->cfg.size || l->left)
 		return;
 	if (r == l->cfg.rank) {
-		/* Rank 0 gave this rank up (it was silent too long). */
+		/* The root gave this rank up (it was silent too long). */
 		char w[FRAME_MAX + 64];
 
-		snprintf(w, sizeof(w), "rank 0 gave this rank up: %s", words);
+		snprintf(w, sizeof(w), "rank %d gave this rank up: %s",
+			 l->root, words);
 		fail_watches(l, -1, -ECONNRESET, w);
 		return;
 	}
@@ -313,10 +339,10 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 	if (l->first < 0)
 		l->first = r;
 	/* Relay first: this process may exit as soon as it fails. */
-	if (l->cfg.rank == 0)
+	if (l->cfg.rank == l->root)
 		for (int i = 0; i < l->nlinks; i++)
 			if (psc_live_link_up(&l->links[i]) &&
-			    l->links[i].rank > 0 && l->links[i].rank != r)
+			    l->links[i].rank >= 0 && l->links[i].rank != r)
 				psc_live_send(&l->links[i], F_DEAD, r, words,
 					   strlen(words));
 	poison(l, r);
@@ -325,6 +351,8 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 		gone(l, r);
 	if ((k = psc_live_link_of(l, r)) != NULL)
 		close_link(k);
+	if (r == l->root)
+		reroot(l);
 	/* Its pidfd stays until the process is gone (a link closes first). */
 	pthread_cond_broadcast(&l->cond);
 }
@@ -361,14 +389,15 @@ static void read_link_of(struct psc_live *l, int rank)
 static void suspect(struct psc_live *l, int r, const char *words)
 {
 	struct peer *p = &l->peers[r];
+	bool root = l->cfg.rank == l->root;
 	struct link *k;
 
-	if (l->cfg.rank && r != 0)
-		read_link_of(l, 0);
-	k = l->cfg.rank ? psc_live_link_of(l, 0) : NULL;
+	if (!root && r != l->root)
+		read_link_of(l, l->root);
+	k = root ? NULL : psc_live_link_of(l, l->root);
 	if (p->state == P_DEAD || p->state == P_LEFT)
 		return;
-	if (!k || r == 0) {
+	if (!k || r == l->root) {
 		mark_dead(l, r, words);
 		return;
 	}
@@ -429,11 +458,107 @@ static void aborted(struct psc_live *l, int from, const uint8_t *pl,
 			w2->failed = true;
 			psc_ep_fail_owner(w2->ep, w2->owner, -ESHUTDOWN, w);
 		}
-	if (l->cfg.rank == 0)
+	/* Relayed once: a root taking over hears it again from each rank. */
+	if (psc_live_abort_log(l, from, pl, plen) && l->cfg.rank == l->root)
 		for (int i = 0; i < l->nlinks; i++)
-			if (l->links[i].rank > 0 && l->links[i].rank != from)
+			if (l->links[i].rank >= 0 && l->links[i].rank != from)
 				psc_live_send(&l->links[i], F_ABORT, from, pl,
 					   plen);
+}
+
+bool psc_live_abort_log(struct psc_live *l, int from, const uint8_t *pl,
+			size_t plen)
+{
+	uint32_t ctx = (uint32_t)psc_be_get(pl, 4);
+	struct abort_rec *a;
+
+	for (int i = 0; i < l->naborts; i++)
+		if ((uint32_t)psc_be_get(l->aborts[i].pl, 4) == ctx)
+			return false;
+	if (l->naborts < ABORT_LOG) {
+		a = &l->aborts[l->naborts++];
+		a->from = from;
+		a->plen = PSC_MIN(plen, sizeof(a->pl));
+		memcpy(a->pl, pl, a->plen);
+	}
+	return true;
+}
+
+/*
+ * Send over k what this rank knows that the other end may not: each
+ * death (to a root: also the ones only suspected here, as reports),
+ * each goodbye (from a root), each abort. Lock held.
+ */
+static void tell_known(struct psc_live *l, struct link *k, bool to_root)
+{
+	for (int r = 0; r < l->cfg.size; r++) {
+		const struct peer *p = &l->peers[r];
+		const char *w = p->state == P_DEAD ? p->dead : p->suspect;
+
+		if (r == k->rank || r == l->cfg.rank)
+			continue;
+		if (w && (p->state == P_DEAD || to_root))
+			psc_live_send(k, F_DEAD, r, w, strlen(w));
+		else if (!to_root && p->state == P_LEFT)
+			psc_live_send(k, F_LEFT, r, NULL, 0);
+	}
+	for (int i = 0; i < l->naborts; i++)
+		psc_live_send(k, F_ABORT, l->aborts[i].from, l->aborts[i].pl,
+			      l->aborts[i].plen);
+}
+
+bool psc_live_link_root(struct psc_live *l, int root, int fd)
+{
+	double now = psc_now();
+	struct link *k;
+
+	if (l->nlinks >= l->maxlinks) {
+		close(fd);
+		return false;
+	}
+	k = &l->links[l->nlinks++];
+	*k = (struct link){.fd = fd, .rank = root, .since = now,
+			   .last_rx = now, .last_tx = now};
+	l->peers[root].state = P_UP;
+	tell_known(l, k, true);
+	pthread_cond_broadcast(&l->cond);
+	return true;
+}
+
+/*
+ * Join l->rejoin, the new root, from the thread: the handshake runs
+ * without the lock, retried while the new root has not yet taken over
+ * (it refuses until it saw the old root die), up to PS_COMM_PEER_TIMEOUT;
+ * after that it counts as dead too, and the next one takes over. Lock
+ * held on entry and return.
+ */
+static void rejoin(struct psc_live *l)
+{
+	int target = l->rejoin, fd = -1, rc;
+	double end = psc_now() + l->cfg.timeout;
+	unsigned step = 0;
+	char err[FRAME_MAX - 32], w[FRAME_MAX];
+
+	l->rejoin = -1;
+	pthread_mutex_unlock(&l->lock);
+	do {
+		rc = psc_live_handshake(l, target, &fd, err, sizeof(err));
+		if (rc && rc != -EACCES && psc_now() < end)
+			psc_backoff_sleep(0.02, 0.2, step++, false, end);
+	} while (rc && rc != -EACCES && psc_now() < end);
+	pthread_mutex_lock(&l->lock);
+	if (l->stop || l->left || l->root != target) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (rc == 0 && psc_live_link_root(l, target, fd)) {
+		psc_log(PSC_LOG_INFO, l->cfg.rank, "liveness: joined rank %d, "
+			"the new root", target);
+		return;
+	}
+	snprintf(w, sizeof(w), "%s, seen by rank %d", err, l->cfg.rank);
+	mark_dead(l, target, w);
 }
 
 /* -------------------------------------------------------- receiving */
@@ -450,7 +575,7 @@ static void left(struct psc_live *l, int r)
 {
 	struct peer *p = &l->peers[r];
 
-	if (p->state == P_DEAD)
+	if (p->state == P_DEAD || p->state == P_LEFT)
 		return;
 	psc_log(PSC_LOG_DEBUG, l->cfg.rank, "liveness: rank %d left", r);
 	p->state = P_LEFT;
@@ -467,6 +592,7 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		  const uint8_t *pl, size_t plen)
 {
 	char w[FRAME_MAX + 1];
+	bool root = l->cfg.rank == l->root;
 
 	switch (type) {
 	case F_BEAT:
@@ -478,10 +604,12 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		 * before it went (an abort, its goodbye): a rank that aborts
 		 * and exits at once must be seen to abort, not to die.
 		 */
-		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size)
+		if (root && r == l->cfg.rank)
+			return true; /* a report about the root, to the root */
+		if (root && r >= 0 && r < l->cfg.size)
 			read_link_of(l, r);
-		/* From rank 0, a verdict; at rank 0, a report to judge. */
-		if (l->cfg.rank == 0 && r > 0 && r < l->cfg.size &&
+		/* From the root, a verdict; at the root, a report to judge. */
+		if (root && r >= 0 && r < l->cfg.size &&
 		    l->peers[r].state == P_LEFT)
 			psc_live_send(k, F_LEFT, r, NULL, 0);
 		else
@@ -489,17 +617,18 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		return true;
 	case F_BYE:
 		left(l, k->rank);
-		if (l->cfg.rank == 0) {
+		if (root) {
 			for (int i = 0; i < l->nlinks; i++)
 				if (psc_live_link_up(&l->links[i]) &&
-				    l->links[i].rank > 0 && &l->links[i] != k)
+				    l->links[i].rank >= 0 &&
+				    &l->links[i] != k)
 					psc_live_send(&l->links[i], F_LEFT,
 						   k->rank, NULL, 0);
-			psc_live_send(k, F_BYE, 0, NULL, 0);
+			psc_live_send(k, F_BYE, l->cfg.rank, NULL, 0);
 		}
 		return true;
 	case F_LEFT:
-		if (r > 0 && r < l->cfg.size && r != l->cfg.rank)
+		if (r >= 0 && r < l->cfg.size && r != l->cfg.rank)
 			left(l, r);
 		return true;
 	case F_ABORT:
@@ -649,11 +778,13 @@ static void tick(struct psc_live *l, double now)
 			    PSC_MIN(SUSPECT_S, l->cfg.timeout))
 			mark_dead(l, r, l->peers[r].suspect);
 	left_long_ago(l, now);
-	if (l->cfg.rank == 0 && now - l->started > l->cfg.timeout)
-		for (int r = 1; r < l->cfg.size; r++)
-			if (l->peers[r].state == P_PENDING)
-				psc_live_peer_died(l, r, "never connected to rank 0's "
-					  "liveness monitor");
+	if (l->cfg.rank == l->root && now - l->started > l->cfg.timeout) {
+		snprintf(why, sizeof(why), "never connected to rank %d's "
+			 "liveness monitor", l->root);
+		for (int r = 0; r < l->cfg.size; r++)
+			if (r != l->cfg.rank && l->peers[r].state == P_PENDING)
+				psc_live_peer_died(l, r, why);
+	}
 	if (l->cfg.watchdog)
 		psc_live_watchdog(l, now);
 }
@@ -753,6 +884,8 @@ void *psc_live_run(void *arg)
 			if (pf[i].revents)
 				pollin(l, &pf[i], who[i]);
 		tick(l, psc_now());
+		if (l->rejoin >= 0 && !l->stop && !l->left)
+			rejoin(l);
 	}
 	pthread_mutex_unlock(&l->lock);
 	free(pf);
@@ -760,7 +893,7 @@ void *psc_live_run(void *arg)
 	return NULL;
 }
 
-/* --------------------------------------------------- rank 0's listener */
+/* ------------------------------------------------------ the listener */
 
 /* ops.decode: a liveness frame (its header announces the length). */
 static long lv_decode(const uint8_t *buf, size_t len, struct psc_lsn_frame *f,
@@ -807,7 +940,9 @@ static int lv_hello(void *arg, struct psc_lsn_conn *c,
 	struct psc_live *l = arg;
 	int r = f->rank;
 
-	if (f->plen != PSC_AUTH_HELLO_LEN || r <= 0 || r >= l->cfg.size ||
+	/* Only the root takes ranks; one not there yet is refused. */
+	if (f->plen != PSC_AUTH_HELLO_LEN || r < 0 || r >= l->cfg.size ||
+	    r == l->cfg.rank || l->root != l->cfg.rank ||
 	    l->peers[r].state != P_PENDING)
 		return -EPERM;
 	psc_live_bind(bind, r, l->cfg.size);
@@ -822,13 +957,18 @@ static int lv_admit(void *arg, struct psc_lsn_conn *c,
 	struct psc_live *l = arg;
 	int r = proof->rank;
 
-	if (l->peers[r].state != P_PENDING || l->nlinks >= l->maxlinks)
+	struct link *k;
+
+	if (l->peers[r].state != P_PENDING || l->root != l->cfg.rank ||
+	    l->nlinks >= l->maxlinks)
 		return -EALREADY;
-	l->links[l->nlinks++] = (struct link){.fd = -1, .lc = c, .rank = r,
-					      .since = psc_now(),
-					      .last_rx = psc_now()};
+	k = &l->links[l->nlinks++];
+	*k = (struct link){.fd = -1, .lc = c, .rank = r, .since = psc_now(),
+			   .last_rx = psc_now()};
 	l->peers[r].state = P_UP;
-	psc_log(PSC_LOG_DEBUG, 0, "liveness: rank %d joined", r);
+	psc_log(PSC_LOG_DEBUG, l->cfg.rank, "liveness: rank %d joined", r);
+	/* What it may have missed: deaths, goodbyes, aborts. */
+	tell_known(l, k, false);
 	return 0;
 }
 
@@ -889,7 +1029,7 @@ int psc_live_listen(struct psc_live *l, char *err, size_t len)
 				     .key = l->key,
 				     .unauth_max = l->cfg.unauth_max,
 				     .pre_deadline = UNBOUND_S,
-				     .log_rank = 0};
+				     .log_rank = l->cfg.rank};
 	int rc;
 
 	l->listen_fd = -1;

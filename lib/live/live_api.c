@@ -128,7 +128,9 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 	l->first = -1;
 	if (l->cfg.unauth_max < 1)
 		l->cfg.unauth_max = 1;
-	l->maxlinks = cfg->rank == 0 ? cfg->size : 1;
+	/* Any rank may become the root, with a link to every other. */
+	l->maxlinks = cfg->size;
+	l->rejoin = l->bye_to = -1;
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_cond_init(&l->cond, NULL);
 	for (int r = 0; r < cfg->size; r++)
@@ -146,7 +148,8 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 		psc_live_release(l);
 		return -ENOMEM;
 	}
-	if (cfg->rank == 0) {
+	/* Every rank listens: it takes over as the root if the root dies. */
+	{
 		struct sockaddr_storage ss = l->iface.addr;
 		int fd = psc_listen(&ss, l->iface.addrlen, cfg->port_range);
 
@@ -191,43 +194,43 @@ int psc_live_peer(struct psc_live *l, int r, const char *host,
 	return 0;
 }
 
-/* Rank other than 0: connect and say HELLO. */
-static int join(struct psc_live *l, char *err, size_t len)
+int psc_live_handshake(struct psc_live *l, int target, int *fdp, char *err,
+		       size_t len)
 {
-	struct peer *root = &l->peers[0];
+	const struct peer *root = &l->peers[target];
 	struct sockaddr_storage ss;
 	struct psc_hostport hp;
 	struct psc_auth_hs hs;
+	struct link k;
 	socklen_t sl;
 	uint8_t bind[8], hello_pl[PSC_AUTH_HELLO_LEN], f[HDR + FRAME_MAX];
 	uint8_t pf[PSC_AUTH_PROOF_LEN];
 	double deadline = psc_now() + l->cfg.timeout;
 	int fd, last = 0, rc;
 
+	*fdp = -1;
 	if (psc_hostport_parse(root->addr, &hp) != 0 ||
 	    psc_resolve(&hp, &ss, &sl, err, len) != 0) {
-		snprintf(err, len, "rank 0 (host %s) published a bad liveness "
-			 "address \"%s\"", root->host, root->addr);
+		snprintf(err, len, "rank %d (host %s) published a bad liveness "
+			 "address \"%s\"", target, root->host, root->addr);
 		return -EPROTO;
 	}
 	fd = psc_connect_retry((struct sockaddr *)&ss, sl, deadline, &last);
 	if (fd < 0) {
-		snprintf(err, len, "rank 0 (host %s, pid %d) died or is "
+		snprintf(err, len, "rank %d (host %s, pid %d) died or is "
 			 "unreachable: connecting to its liveness monitor at "
-			 "%s failed: %s", root->host, root->pid, root->addr,
-			 strerror(last));
+			 "%s failed: %s", target, root->host, root->pid,
+			 root->addr, strerror(last));
 		return -ECONNRESET;
 	}
 	psc_live_link_setup(fd);
-	l->links[0] = (struct link){.fd = fd, .rank = 0, .since = psc_now(),
-				    .last_rx = psc_now()};
-	l->nlinks = 1;
-	/* The handshake, before the thread runs: blocking with a deadline. */
+	k = (struct link){.fd = fd, .rank = target};
+	/* Blocking with a deadline: nothing else reads this socket yet. */
 	psc_live_bind(bind, l->cfg.rank, l->cfg.size);
 	psc_auth_client_hello(&hs, &l->key, PSC_AUTH_LIVE, bind, sizeof(bind),
 			      hello_pl);
-	rc = psc_live_send(&l->links[0], F_HELLO, l->cfg.rank, hello_pl,
-			sizeof(hello_pl))
+	rc = psc_live_send(&k, F_HELLO, l->cfg.rank, hello_pl,
+			   sizeof(hello_pl))
 		     ? psc_read_full(fd, f, HDR, deadline)
 		     : -ECONNRESET;
 	if (rc == 0 && (f[0] != F_CHAL ||
@@ -237,21 +240,23 @@ static int join(struct psc_live *l, char *err, size_t len)
 		rc = psc_read_full(fd, f + HDR, PSC_AUTH_CHAL_LEN, deadline);
 	if (rc == 0 && psc_auth_client_proof(&hs, f + HDR, PSC_AUTH_CHAL_LEN,
 					     pf, NULL) != 0) {
-		snprintf(err, len, "rank 0's liveness monitor at %s did not "
+		snprintf(err, len, "rank %d's liveness monitor at %s did not "
 			 "prove that it knows this job's PS_COMM_JOB_KEY",
-			 root->addr);
+			 target, root->addr);
+		close(fd);
 		return -EACCES;
 	}
-	if (rc == 0 && !psc_live_send(&l->links[0], F_PROOF, l->cfg.rank, pf,
-				   sizeof(pf)))
+	if (rc == 0 && !psc_live_send(&k, F_PROOF, l->cfg.rank, pf,
+				      sizeof(pf)))
 		rc = -ECONNRESET;
 	if (rc) {
-		snprintf(err, len, "rank 0 (host %s, pid %d) died: its "
+		snprintf(err, len, "rank %d (host %s, pid %d) died: its "
 			 "liveness connection closed during the handshake "
-			 "(%s)", root->host, root->pid, strerror(-rc));
+			 "(%s)", target, root->host, root->pid, strerror(-rc));
+		close(fd);
 		return -ECONNRESET;
 	}
-	l->peers[0].state = P_UP;
+	*fdp = fd;
 	return 0;
 }
 
@@ -266,8 +271,18 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 {
 	int rc = 0, lost = -1;
 
-	/* Rank 0's listener starts with the key that is set by now. */
-	rc = l->cfg.rank != 0 ? join(l, err, len) : psc_live_listen(l, err, len);
+	/* The listener starts with the key that is set by now. */
+	if (l->cfg.rank != 0) {
+		int fd;
+
+		rc = psc_live_handshake(l, 0, &fd, err, len);
+		if (rc)
+			return rc;
+		pthread_mutex_lock(&l->lock);
+		psc_live_link_root(l, 0, fd);
+		pthread_mutex_unlock(&l->lock);
+	}
+	rc = psc_live_listen(l, err, len);
 	if (rc)
 		return rc;
 	/* Peers this kernel can watch die. */
@@ -387,6 +402,20 @@ static bool owner_has_dead(struct psc_live *l, const void *owner)
 	return false;
 }
 
+/* Wait on l->cond for at most secs (< 1 s). Lock held. */
+static void cond_wait_for(struct psc_live *l, double secs)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += (long)(secs * 1e9);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_cond_timedwait(&l->cond, &l->lock, &ts);
+}
+
 bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
 		     const char *evidence)
 {
@@ -394,17 +423,8 @@ bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
 	bool known;
 
 	pthread_mutex_lock(&l->lock);
-	while (!(known = owner_has_dead(l, owner)) && psc_now() < until) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += 20000000L; /* 20 ms */
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&l->cond, &l->lock, &ts);
-	}
+	while (!(known = owner_has_dead(l, owner)) && psc_now() < until)
+		cond_wait_for(l, 0.02);
 	/* Nobody knows of a death: fail it with what this rank saw. */
 	for (struct watch *w = l->watches; w && fail && !known; w = w->next)
 		if (w->owner == owner && !w->failed) {
@@ -425,6 +445,7 @@ void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
 	/* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
 	memcpy(pl + 4, words, wl);
 	pthread_mutex_lock(&l->lock);
+	psc_live_abort_log(l, l->cfg.rank, pl, 4 + wl);
 	for (int i = 0; i < l->nlinks; i++)
 		if (l->links[i].rank >= 0)
 			psc_live_send(&l->links[i], F_ABORT, l->cfg.rank, pl,
@@ -442,33 +463,53 @@ static bool all_gone(const struct psc_live *l, int lo, int hi)
 	return true;
 }
 
+/*
+ * Whether this rank's goodbye is settled: as the root, every other rank
+ * left or died; otherwise the root answered it. Lock held.
+ */
+static bool leave_done(const struct psc_live *l)
+{
+	if (l->root == l->cfg.rank)
+		return all_gone(l, 0, l->cfg.size);
+	return l->peers[l->root].state == P_LEFT;
+}
+
 void psc_live_leave(struct psc_live *l)
 {
-	bool root = l->cfg.rank == 0;
-	int lo = root ? 1 : 0, hi = root ? l->cfg.size : 1;
-	struct timespec ts;
+	double deadline = psc_now() + l->cfg.timeout + 1;
 	struct link *k;
 
 	pthread_mutex_lock(&l->lock);
-	/* Rank 0 relays deaths until all left; the others wait for its
-	 * answer, which comes once every rank knows they are leaving. */
-	if (!root && (k = psc_live_link_of(l, 0)) != NULL)
-		psc_live_send(k, F_BYE, l->cfg.rank, NULL, 0);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)l->cfg.timeout + 1;
-	while (!all_gone(l, lo, hi) &&
-	       pthread_cond_timedwait(&l->cond, &l->lock, &ts) == 0)
-		;
-	if (!all_gone(l, lo, hi))
+	/*
+	 * The root relays deaths until all left; the others wait for its
+	 * answer, which comes once every rank knows they are leaving. A
+	 * root that dies meanwhile hands over: the goodbye goes to the new
+	 * one once this rank is linked to it, with time to get there.
+	 */
+	while (!leave_done(l)) {
+		if (l->root != l->cfg.rank && l->bye_to != l->root &&
+		    (k = psc_live_link_of(l, l->root)) != NULL) {
+			psc_live_send(k, F_BYE, l->cfg.rank, NULL, 0);
+			if (l->bye_to >= 0)
+				deadline = psc_now() + l->cfg.timeout + 1;
+			l->bye_to = l->root;
+		}
+		if (psc_now() >= deadline)
+			break;
+		cond_wait_for(l, PSC_MIN(0.1, deadline - psc_now()));
+	}
+	if (!leave_done(l))
 		psc_log(PSC_LOG_WARN, l->cfg.rank, "finalize: %s within "
-			"PS_COMM_PEER_TIMEOUT=%g s", root ? "some ranks did "
-			"not say goodbye" : "rank 0 did not answer the goodbye",
+			"PS_COMM_PEER_TIMEOUT=%g s", l->root == l->cfg.rank
+			? "some ranks did not say goodbye"
+			: "the liveness root did not answer the goodbye",
 			l->cfg.timeout);
-	if (root)
+	if (l->root == l->cfg.rank)
 		for (int i = 0; i < l->nlinks; i++)
 			if (psc_live_link_up(&l->links[i]) &&
-			    l->links[i].rank > 0)
-				psc_live_send(&l->links[i], F_BYE, 0, NULL, 0);
+			    l->links[i].rank != l->cfg.rank)
+				psc_live_send(&l->links[i], F_BYE, l->cfg.rank,
+					      NULL, 0);
 	l->left = true;
 	pthread_mutex_unlock(&l->lock);
 }

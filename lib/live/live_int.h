@@ -28,11 +28,13 @@ enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF };
 #define TICK_MS 100	      /* the thread's period: checks, watchdog */
 #define SUSPECT_S 5.0	      /* rank 0's verdict on a reported death */
 
+#define ABORT_LOG 16	      /* aborted contexts kept for a new root */
+
 enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
 
 struct peer {
 	char host[64];
-	char addr[80];	      /* rank 0: its listener, "ip:port" */
+	char addr[80];	      /* its listener, "ip:port" ("-": none) */
 	char proc[96];	      /* kernel and pid namespace */
 	int pid;
 	int pidfd;	      /* same kernel and pid namespace, else -1 */
@@ -83,11 +85,21 @@ struct psc_live {
 	pthread_cond_t cond;
 	pthread_t thread;
 	bool running, stop, left;
+	int root;		/* the rank at the star's centre (0 at first) */
+	int rejoin;		/* join this new root next round, or -1 */
+	int bye_to;		/* the root this rank said goodbye to, or -1 */
 	int wake[2];
 	int refs;
 	double started;
 	int first;		/* the first rank that died, or -1 */
 	struct peer *peers;
+	/* Aborts seen, for a root taking over: its payload (ctx, words). */
+	struct abort_rec {
+		int from;
+		size_t plen;
+		uint8_t pl[FRAME_MAX];
+	} aborts[ABORT_LOG];
+	int naborts;
 	struct link *links;
 	int nlinks, maxlinks;
 	struct watch *watches;
@@ -121,8 +133,31 @@ static inline bool psc_live_link_up(const struct link *k)
 	return k->lc ? psc_lsn_open_p(k->lc) : k->fd >= 0;
 }
 
-/* Rank 0: the listener for the star on l->listen_fd (live.c). */
+/*
+ * Record an abort (its frame payload: context id, then words) for a
+ * root taking over; false when its context was aborted before.
+ */
+bool psc_live_abort_log(struct psc_live *l, int from, const uint8_t *pl,
+			size_t plen);
+
+/* The listener for the star on l->listen_fd (live.c). */
 int psc_live_listen(struct psc_live *l, char *err, size_t len);
+
+/*
+ * Connect to root's listener and authenticate (HELLO, CHAL, PROOF),
+ * blocking up to PS_COMM_PEER_TIMEOUT: the socket in *fd, or a negative
+ * errno with words in err. Reads only what is fixed once the monitor
+ * starts (root's record, the key); any lock or none (live_api.c).
+ */
+int psc_live_handshake(struct psc_live *l, int root, int *fd, char *err,
+		       size_t len);
+
+/*
+ * Make fd, authenticated to root, this rank's link to the root, and
+ * tell the root what this rank knows: the deaths it saw and the
+ * communicators aborted (live.c). False when no slot is free.
+ */
+bool psc_live_link_root(struct psc_live *l, int root, int fd);
 
 /* Sample every watched endpoint's libfabric call (live_api.c). */
 void psc_live_watchdog(struct psc_live *l, double now);

@@ -16,8 +16,19 @@
  *            never comes; the others exit. Rank 2's wait must end with
  *            PS_COMM_ERR_PEER saying a rank finalized, within
  *            PS_COMM_PEER_TIMEOUT of the goodbyes (not hang).
+ *   --reroot rank 0, the liveness root, exits without finalize once the
+ *            others split {1, 2, 3} off; rank 3 then stops itself
+ *            (SIGSTOP), after telling rank 1 its pid. Ranks 1 and 2 must
+ *            see the world fail naming rank 0, keep using {1, 2, 3}, and
+ *            then fail their receives from rank 3 naming it within
+ *            PS_COMM_PEER_TIMEOUT and a few seconds: only the new root
+ *            (rank 1) can see a stopped rank's silence, and it must tell
+ *            rank 2. Rank 1 then lets rank 3 go on (SIGCONT), and it
+ *            exits. For a provider whose endpoint a local death does not
+ *            poison (tcp, net, udp, sockets).
  * Every wait is bounded by the launcher's timeout only: a hang fails.
  */
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -176,6 +187,54 @@ static void test_left(void)
 	ps_comm_finalize(sub);
 }
 
+static void test_reroot(void)
+{
+	const char *peer_timeout = getenv("PS_COMM_PEER_TIMEOUT");
+	double limit = (peer_timeout ? atof(peer_timeout) : 30) + 5, t;
+	int32_t v = 0, pid;
+	ps_comm_t sub;
+	int rc;
+
+	CHECK_RC("reroot", ps_comm_split(comm, rank > 0, rank, &sub));
+	CHECK_RC("reroot", ps_comm_barrier(comm));
+	if (rank == 0) {
+		for (int i = 0; i < 3; i++)
+			CHECK_RC("reroot", ps_comm_recv(comm, &v, sizeof(v),
+							PS_COMM_ANY_SOURCE, 9,
+							NULL));
+		_exit(0); /* no finalize: a death to the others */
+	}
+	CHECK_RC("reroot", ps_comm_send(comm, &v, sizeof(v), 0, 9));
+	rc = ps_comm_barrier(comm);
+	expect(comm, "reroot: the world", rc, PS_COMM_ERR_PEER, "rank 0");
+	/* {1, 2, 3} goes on without rank 0. */
+	v = rank;
+	CHECK_RC("reroot: allreduce without rank 0",
+		 ps_comm_allreduce(sub, PS_COMM_IN_PLACE, &v, 1, PS_COMM_INT32,
+				   PS_COMM_SUM));
+	if (v != 1 + 2 + 3)
+		fail("reroot", "allreduce without rank 0: %d, not 6", (int)v);
+	if (rank == 3) {
+		pid = (int32_t)getpid();
+		CHECK_RC("reroot", ps_comm_send(sub, &pid, sizeof(pid), 0, 4));
+		raise(SIGSTOP);
+		_exit(0); /* rank 1 let it go on: it is dead to them */
+	}
+	if (rank == 1)
+		CHECK_RC("reroot", ps_comm_recv(sub, &pid, sizeof(pid), 2, 4,
+						NULL));
+	t = now();
+	rc = ps_comm_recv(sub, &v, sizeof(v), 2, 5, NULL);
+	expect(sub, rank == 1 ? "reroot: the new root sees rank 3 stop"
+			      : "reroot: the new root tells rank 2",
+	       rc, PS_COMM_ERR_PEER, "rank 3");
+	if (now() - t > limit)
+		fail("reroot", "rank 3's death took %.1f s", now() - t);
+	if (rank == 1)
+		kill((pid_t)pid, SIGCONT);
+	ps_comm_finalize(sub);
+}
+
 int main(int argc, char **argv)
 {
 	double t;
@@ -183,8 +242,10 @@ int main(int argc, char **argv)
 
 	if (argc != 2 || (strcmp(argv[1], "--abort") &&
 			  strcmp(argv[1], "--split") &&
-			  strcmp(argv[1], "--left"))) {
-		fprintf(stderr, "usage: live_suite --abort|--split|--left\n");
+			  strcmp(argv[1], "--left") &&
+			  strcmp(argv[1], "--reroot"))) {
+		fprintf(stderr, "usage: live_suite "
+			"--abort|--split|--left|--reroot\n");
 		return 2;
 	}
 	rc = ps_comm_init(&comm, NULL);
@@ -201,6 +262,8 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(argv[1], "--abort") == 0) {
 		test_abort();
+	} else if (strcmp(argv[1], "--reroot") == 0) {
+		test_reroot();
 	} else if (strcmp(argv[1], "--left") == 0) {
 		test_left();
 		return failures ? 1 : 0;
