@@ -7,13 +7,15 @@
  * (type, 0, payload length as 16 bits, rank as 32 bits, big-endian) and
  * at most FRAME_MAX bytes of payload. A link opens with the job key's
  * handshake (net/auth.h): HELLO (rank: the sender; payload: its nonce),
- * CHAL from rank 0 (its nonce and MAC), PROOF (the sender's MAC). Rank
- * 0 serves the star on the listener (net/listener.h): until the proof
+ * CHAL from the root (its nonce and MAC), PROOF (the sender's MAC). The
+ * root (rank 0, then the lowest live rank once it died: reroot) serves
+ * the star on its listener (net/listener.h; every rank has one, only
+ * the root admits ranks): until the proof
  * checks out, a connection is a stranger's, which gets a short deadline
  * and one of at most PS_COMM_UNAUTH_MAX places (the oldest goes first),
  * and whose loss is no death; the monitor never sees it. BEAT says "alive"; DEAD
  * (rank: the dead one; payload: the words) reports or relays a death;
- * BYE says the sender leaves in good order, and rank 0 answers it with
+ * BYE says the sender leaves in good order, and the root answers it with
  * its own BYE once it told the others with LEFT (rank: the one leaving),
  * so that no rank mistakes the exit of a rank that finalized for a
  * death; ABORT (rank: the sender; payload: context id, 32 bits, then

@@ -4,7 +4,9 @@
  * communicator runs one monitor thread. The ranks form a star around
  * rank 0 over TCP: every link carries a heartbeat both ways, a link that
  * closes without a goodbye or stays silent for PS_COMM_PEER_TIMEOUT is a
- * dead peer, and rank 0 relays each death to the others. Peers in the
+ * dead peer, and the root relays each death to the others. Every rank
+ * listens: when the root dies, the lowest rank neither dead nor gone
+ * becomes the root and the others join it. Peers in the
  * same kernel are also watched through pidfds, so their death is known
  * at once. A death fails every watched communicator that contains the
  * rank (psc_ep_fail_owner), which ends its waits and posts. A rank that
