@@ -543,11 +543,16 @@ static void rejoin(struct psc_live *l)
 
 	l->rejoin = -1;
 	pthread_mutex_unlock(&l->lock);
+	/* Short attempts: a release (stop) ends the wait within one. */
 	do {
-		rc = psc_live_handshake(l, target, &fd, err, sizeof(err));
-		if (rc && rc != -EACCES && psc_now() < end)
+		rc = psc_live_handshake(l, target,
+					PSC_MIN(end, psc_now() + REJOIN_TRY_S),
+					&fd, err, sizeof(err));
+		if (rc && rc != -EACCES && psc_now() < end &&
+		    !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
 			psc_backoff_sleep(0.02, 0.2, step++, false, end);
-	} while (rc && rc != -EACCES && psc_now() < end);
+	} while (rc && rc != -EACCES && psc_now() < end &&
+		 !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE));
 	pthread_mutex_lock(&l->lock);
 	if (l->stop || l->left || l->root != target) {
 		if (fd >= 0)

@@ -194,8 +194,8 @@ int psc_live_peer(struct psc_live *l, int r, const char *host,
 	return 0;
 }
 
-int psc_live_handshake(struct psc_live *l, int target, int *fdp, char *err,
-		       size_t len)
+int psc_live_handshake(struct psc_live *l, int target, double deadline,
+		       int *fdp, char *err, size_t len)
 {
 	const struct peer *root = &l->peers[target];
 	struct sockaddr_storage ss;
@@ -205,7 +205,6 @@ int psc_live_handshake(struct psc_live *l, int target, int *fdp, char *err,
 	socklen_t sl;
 	uint8_t bind[8], hello_pl[PSC_AUTH_HELLO_LEN], f[HDR + FRAME_MAX];
 	uint8_t pf[PSC_AUTH_PROOF_LEN];
-	double deadline = psc_now() + l->cfg.timeout;
 	int fd, last = 0, rc;
 
 	*fdp = -1;
@@ -275,7 +274,8 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 	if (l->cfg.rank != 0) {
 		int fd;
 
-		rc = psc_live_handshake(l, 0, &fd, err, len);
+		rc = psc_live_handshake(l, 0, psc_now() + l->cfg.timeout, &fd,
+					err, len);
 		if (rc)
 			return rc;
 		pthread_mutex_lock(&l->lock);
@@ -520,7 +520,7 @@ void psc_live_release(struct psc_live *l)
 
 	pthread_mutex_lock(&l->lock);
 	last = --l->refs == 0;
-	l->stop = last;
+	__atomic_store_n(&l->stop, last, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&l->lock);
 	if (!last)
 		return;

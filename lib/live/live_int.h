@@ -27,6 +27,7 @@ enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF };
 #define STUCK_DEAD_S 1.0      /* watchdog limit once a local peer died */
 #define TICK_MS 100	      /* the thread's period: checks, watchdog */
 #define SUSPECT_S 5.0	      /* rank 0's verdict on a reported death */
+#define REJOIN_TRY_S 0.5      /* one attempt to join a new root */
 
 #define ABORT_LOG 16	      /* aborted contexts kept for a new root */
 
@@ -145,12 +146,13 @@ int psc_live_listen(struct psc_live *l, char *err, size_t len);
 
 /*
  * Connect to root's listener and authenticate (HELLO, CHAL, PROOF),
- * blocking up to PS_COMM_PEER_TIMEOUT: the socket in *fd, or a negative
- * errno with words in err. Reads only what is fixed once the monitor
- * starts (root's record, the key); any lock or none (live_api.c).
+ * blocking until deadline (psc_now() seconds): the socket in *fd, or a
+ * negative errno with words in err (-EACCES: root does not know the
+ * key). Reads only what is fixed once the monitor starts (root's
+ * record, the key); any lock or none (live_api.c).
  */
-int psc_live_handshake(struct psc_live *l, int root, int *fd, char *err,
-		       size_t len);
+int psc_live_handshake(struct psc_live *l, int root, double deadline,
+		       int *fd, char *err, size_t len);
 
 /*
  * Make fd, authenticated to root, this rank's link to the root, and
