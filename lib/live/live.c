@@ -296,10 +296,14 @@ static void reroot(struct psc_live *l)
 {
 	int old = l->root, r = 0;
 
-	while (r < l->cfg.size && r != l->cfg.rank &&
+	/* Its own record holds this rank's address too ("-": none). */
+	while (r < l->cfg.size &&
 	       (l->peers[r].state == P_DEAD || l->peers[r].state == P_LEFT ||
 		strcmp(l->peers[r].addr, "-") == 0))
 		r++;
+	/* Nobody else can: this rank, alone or without a listener. */
+	if (r == l->cfg.size)
+		r = l->cfg.rank;
 	l->root = r;
 	l->rejoin = r == l->cfg.rank ? -1 : r;
 	l->started = psc_now();

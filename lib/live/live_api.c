@@ -153,12 +153,25 @@ int psc_live_open(struct psc_live **out, const struct psc_live_config *cfg,
 		struct sockaddr_storage ss = l->iface.addr;
 		int fd = psc_listen(&ss, l->iface.addrlen, cfg->port_range);
 
-		if (fd < 0) {
+		/*
+		 * Rank 0 must listen. Another rank that cannot (every port of
+		 * PS_COMM_PORT_RANGE taken) runs on, but cannot take over the
+		 * star: its record says "-", and the next rank would.
+		 */
+		if (fd < 0 && cfg->rank == 0) {
 			snprintf(err, len, "liveness monitor: listening on %s "
 				 "failed: %s", l->iface.addrstr,
 				 strerror(-fd));
 			psc_live_release(l);
 			return fd;
+		}
+		if (fd < 0) {
+			psc_log(PSC_LOG_WARN, cfg->rank, "liveness monitor: "
+				"listening on %s failed (%s): this rank cannot "
+				"take over the liveness star if rank 0 dies",
+				l->iface.addrstr, strerror(-fd));
+			*out = l;
+			return 0;
 		}
 		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 		l->listen_fd = fd;
@@ -282,7 +295,7 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 		psc_live_link_root(l, 0, fd);
 		pthread_mutex_unlock(&l->lock);
 	}
-	rc = psc_live_listen(l, err, len);
+	rc = l->listen_fd >= 0 ? psc_live_listen(l, err, len) : 0;
 	if (rc)
 		return rc;
 	/* Peers this kernel can watch die. */

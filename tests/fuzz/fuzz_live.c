@@ -25,7 +25,10 @@ static struct psc_live *monitor(void)
 
 	if (l)
 		return l;
-	/* Rank 1 opens no socket; its interface is only copied. */
+	/*
+	 * Rank 1 on no interface: its listener fails (it says so once) and
+	 * the monitor runs without one, as on a host out of ports.
+	 */
 	memset(&iface, 0, sizeof(iface));
 	cfg.iface = &iface;
 	if (psc_live_open(&l, &cfg, err, sizeof(err)) != 0) {
