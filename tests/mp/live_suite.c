@@ -110,6 +110,28 @@ static void test_abort(void)
 	}
 }
 
+/*
+ * Split the world by color into *sub, then lose rank victim: it exits
+ * without finalize (a death to the others) once every other rank is
+ * past a barrier and has told it so.
+ */
+static void split_and_lose(const char *test, int color, int victim,
+			   ps_comm_t *sub)
+{
+	int32_t v = rank;
+
+	CHECK_RC(test, ps_comm_split(comm, color, rank, sub));
+	CHECK_RC(test, ps_comm_barrier(comm));
+	if (rank == victim) {
+		for (int i = 0; i < 3; i++)
+			CHECK_RC(test, ps_comm_recv(comm, &v, sizeof(v),
+						    PS_COMM_ANY_SOURCE, 9,
+						    NULL));
+		_exit(0);
+	}
+	CHECK_RC(test, ps_comm_send(comm, &v, sizeof(v), victim, 9));
+}
+
 static void test_split(void)
 {
 	ps_comm_t sub;
@@ -117,18 +139,7 @@ static void test_split(void)
 	double t;
 	int rc;
 
-	CHECK_RC("split", ps_comm_split(comm, rank / 2, rank, &sub));
-	CHECK_RC("split", ps_comm_barrier(comm));
-	/* Rank 3 dies once every rank is past the barrier. */
-	if (rank == 3) {
-		for (int i = 0; i < 3; i++)
-			CHECK_RC("split", ps_comm_recv(comm, &v, sizeof(v),
-						       PS_COMM_ANY_SOURCE, 9,
-						       NULL));
-		_exit(0); /* no finalize: a death to the others */
-	}
-	v = rank;
-	CHECK_RC("split", ps_comm_send(comm, &v, sizeof(v), 3, 9));
+	split_and_lose("split", rank / 2, 3, &sub);
 	t = now();
 	rc = ps_comm_barrier(comm);
 	expect(comm, "split: the world", rc, PS_COMM_ERR_PEER, "rank 3");
@@ -195,16 +206,7 @@ static void test_reroot(void)
 	ps_comm_t sub;
 	int rc;
 
-	CHECK_RC("reroot", ps_comm_split(comm, rank > 0, rank, &sub));
-	CHECK_RC("reroot", ps_comm_barrier(comm));
-	if (rank == 0) {
-		for (int i = 0; i < 3; i++)
-			CHECK_RC("reroot", ps_comm_recv(comm, &v, sizeof(v),
-							PS_COMM_ANY_SOURCE, 9,
-							NULL));
-		_exit(0); /* no finalize: a death to the others */
-	}
-	CHECK_RC("reroot", ps_comm_send(comm, &v, sizeof(v), 0, 9));
+	split_and_lose("reroot", rank > 0, 0, &sub);
 	rc = ps_comm_barrier(comm);
 	expect(comm, "reroot: the world", rc, PS_COMM_ERR_PEER, "rank 0");
 	/* {1, 2, 3} goes on without rank 0. */
