@@ -73,6 +73,7 @@ enum ps_comm_error {
 	PS_COMM_ERR_INTERNAL = -15,  /* internal error: please report it */
 	PS_COMM_ERR_ABORTED = -16,   /* the communicator was aborted */
 	PS_COMM_ERR_FABRIC = -17,    /* the provider failed: open or op */
+	PS_COMM_ERR_REVOKED = -18,   /* the communicator was revoked */
 };
 
 /* Wildcards for ps_comm_recv() and ps_comm_irecv(). */
@@ -148,6 +149,35 @@ PS_COMM_API int ps_comm_finalize(ps_comm_t comm);
  * to free the communicator.
  */
 PS_COMM_API int ps_comm_abort(ps_comm_t comm, int err);
+
+/*
+ * Revoke a communicator on every live rank, like ULFM's
+ * MPIX_Comm_revoke: every pending and future operation on it completes
+ * with PS_COMM_ERR_REVOKED (even one that failed with PS_COMM_ERR_PEER
+ * before), here at once and on the other ranks as soon as the notice
+ * reaches them through the liveness links. It reaches every live rank
+ * even if only this one saw a failure, and whichever rank died, rank 0
+ * included. Unlike ps_comm_abort it is a step of recovery: what a
+ * revoked communicator still answers is ps_comm_failed_ranks, rank,
+ * size and finalize. Never blocks.
+ */
+PS_COMM_API int ps_comm_revoke(ps_comm_t comm);
+
+/* One rank of a communicator known dead (ps_comm_failed_ranks). */
+typedef struct ps_comm_failure {
+	int rank;	    /* its rank in the communicator */
+	char evidence[256]; /* who saw it die, and how */
+} ps_comm_failure_t;
+
+/*
+ * The ranks of comm this rank knows to be dead, in rank order: up to max
+ * of them in failed[] (NULL when max is 0), and how many there are in
+ * *count (which may exceed max). Works on a failed or revoked
+ * communicator. What one rank knows may lag another's by the time a
+ * death takes to reach it (PS_COMM_PEER_TIMEOUT at most).
+ */
+PS_COMM_API int ps_comm_failed_ranks(ps_comm_t comm, ps_comm_failure_t *failed,
+				     int max, int *count);
 
 PS_COMM_API int ps_comm_rank(ps_comm_t comm, int *rank);
 PS_COMM_API int ps_comm_size(ps_comm_t comm, int *size);

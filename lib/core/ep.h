@@ -300,8 +300,9 @@ void psc_ep_with_sources(struct psc_ep *ep, void (*fn)(void *), void *arg);
  * Fail owner (a communicator whose peer died, or that was aborted): from
  * now on every wait on one of its requests that is not done ends with
  * err (internal code) and a copy of words, and psc_ep_owner_failed
- * reports it. The first failure of an owner wins; on a pair it fails on
- * both endpoints. Never blocks on the endpoint lock and never calls
+ * reports it. The first failure of an owner wins, but a revoke
+ * (-EKEYREVOKED) replaces an earlier one; on a pair it fails on both
+ * endpoints. Never blocks on the endpoint lock and never calls
  * libfabric, so any thread may call it, even while another one is stuck
  * inside the provider.
  */

@@ -51,9 +51,21 @@ static void add(struct psc_ep *ep, const void *owner, int err,
 static void fail_one(struct psc_ep *ep, const void *owner, int err,
 		     const char *words)
 {
+	struct psc_owner_fail *f;
+	char *w;
+
 	pthread_mutex_lock(&ep->fail_lock);
-	if (!find(ep, owner))
+	f = find(ep, owner);
+	if (!f) {
 		add(ep, owner, err, words);
+	} else if (err == -EKEYREVOKED && f->err != err &&
+		   (w = strdup(words ? words : "")) != NULL) {
+		/* A revoke outranks what failed it before: every rank says
+		 * the same from then on. */
+		free(f->words);
+		f->words = w;
+		f->err = err;
+	}
 	pthread_mutex_unlock(&ep->fail_lock);
 }
 

@@ -447,42 +447,53 @@ static void link_lost(struct psc_live *l, struct link *k, const char *why)
 		psc_live_peer_died(l, r, why);
 }
 
-/* Fail the watched communicator ctx: rank `from` aborted it. */
-static void aborted(struct psc_live *l, int from, const uint8_t *pl,
-		    size_t plen)
+/*
+ * Fail the watched communicator ctx: rank `from` aborted it (F_ABORT)
+ * or revoked it (F_REVOKE, which outranks an earlier failure). Lock
+ * held.
+ */
+static void aborted(struct psc_live *l, int type, int from,
+		    const uint8_t *pl, size_t plen)
 {
+	bool revoke = type == F_REVOKE;
 	char w[FRAME_MAX + 64];
 	uint32_t ctx;
 
 	if (plen < 4)
 		return;
 	ctx = (uint32_t)psc_be_get(pl, 4);
-	snprintf(w, sizeof(w), "rank %d aborted the communicator: %.*s", from,
-		 (int)(plen - 4), (const char *)pl + 4);
+	snprintf(w, sizeof(w), "rank %d %s the communicator: %.*s", from,
+		 revoke ? "revoked" : "aborted", (int)(plen - 4),
+		 (const char *)pl + 4);
 	for (struct watch *w2 = l->watches; w2; w2 = w2->next)
-		if (w2->ctx == ctx && !w2->failed) {
+		if (w2->ctx == ctx && (!w2->failed || revoke)) {
 			w2->failed = true;
-			psc_ep_fail_owner(w2->ep, w2->owner, -ESHUTDOWN, w);
+			psc_ep_fail_owner(w2->ep, w2->owner,
+					  revoke ? -EKEYREVOKED : -ESHUTDOWN,
+					  w);
 		}
 	/* Relayed once: a root taking over hears it again from each rank. */
-	if (psc_live_abort_log(l, from, pl, plen) && l->cfg.rank == l->root)
+	if (psc_live_abort_log(l, type, from, pl, plen) &&
+	    l->cfg.rank == l->root)
 		for (int i = 0; i < l->nlinks; i++)
 			if (l->links[i].rank >= 0 && l->links[i].rank != from)
-				psc_live_send(&l->links[i], F_ABORT, from, pl,
-					   plen);
+				psc_live_send(&l->links[i], type, from, pl,
+					      plen);
 }
 
-bool psc_live_abort_log(struct psc_live *l, int from, const uint8_t *pl,
-			size_t plen)
+bool psc_live_abort_log(struct psc_live *l, int type, int from,
+			const uint8_t *pl, size_t plen)
 {
 	uint32_t ctx = (uint32_t)psc_be_get(pl, 4);
 	struct abort_rec *a;
 
 	for (int i = 0; i < l->naborts; i++)
-		if ((uint32_t)psc_be_get(l->aborts[i].pl, 4) == ctx)
+		if (l->aborts[i].type == type &&
+		    (uint32_t)psc_be_get(l->aborts[i].pl, 4) == ctx)
 			return false;
 	if (l->naborts < ABORT_LOG) {
 		a = &l->aborts[l->naborts++];
+		a->type = type;
 		a->from = from;
 		a->plen = PSC_MIN(plen, sizeof(a->pl));
 		memcpy(a->pl, pl, a->plen);
@@ -509,8 +520,8 @@ static void tell_known(struct psc_live *l, struct link *k, bool to_root)
 			psc_live_send(k, F_LEFT, r, NULL, 0);
 	}
 	for (int i = 0; i < l->naborts; i++)
-		psc_live_send(k, F_ABORT, l->aborts[i].from, l->aborts[i].pl,
-			      l->aborts[i].plen);
+		psc_live_send(k, l->aborts[i].type, l->aborts[i].from,
+			      l->aborts[i].pl, l->aborts[i].plen);
 }
 
 bool psc_live_link_root(struct psc_live *l, int root, int fd)
@@ -643,8 +654,9 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 			left(l, r);
 		return true;
 	case F_ABORT:
-		/* r is the rank that called ps_comm_abort. */
-		aborted(l, r, pl, plen);
+	case F_REVOKE:
+		/* r is the rank that called ps_comm_abort or _revoke. */
+		aborted(l, type, r, pl, plen);
 		return true;
 	default:
 		return false;

@@ -113,8 +113,20 @@ void psc_live_unwatch(struct psc_live *l, const void *owner);
 bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
 		     const char *evidence);
 
-/* ps_comm_abort: tell every rank, through rank 0, that ctx is aborted. */
+/* ps_comm_abort: tell every rank, through the root, that ctx is aborted. */
 void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words);
+
+/*
+ * ps_comm_revoke: tell every rank, through the root, that ctx is
+ * revoked; each fails it with -EKEYREVOKED, over an earlier failure.
+ */
+void psc_live_revoke(struct psc_live *l, uint32_t ctx);
+
+/*
+ * Whether world rank r is known dead here; its words (who saw it die,
+ * and how) in words when it is.
+ */
+bool psc_live_dead(struct psc_live *l, int r, char *words, size_t len);
 
 /*
  * This rank leaves in good order (after the finalize barrier): a

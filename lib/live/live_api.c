@@ -448,7 +448,9 @@ bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
 	return known;
 }
 
-void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
+/* Tell every rank, through the root, of an abort or revoke of ctx. */
+static void announce(struct psc_live *l, int type, uint32_t ctx,
+		     const char *words)
 {
 	uint8_t pl[FRAME_MAX];
 	size_t wl = PSC_MIN(strlen(words), sizeof(pl) - 4);
@@ -458,12 +460,35 @@ void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
 	/* NOLINTNEXTLINE(bugprone-not-null-terminated-result) */
 	memcpy(pl + 4, words, wl);
 	pthread_mutex_lock(&l->lock);
-	psc_live_abort_log(l, l->cfg.rank, pl, 4 + wl);
+	psc_live_abort_log(l, type, l->cfg.rank, pl, 4 + wl);
 	for (int i = 0; i < l->nlinks; i++)
 		if (l->links[i].rank >= 0)
-			psc_live_send(&l->links[i], F_ABORT, l->cfg.rank, pl,
-				   4 + wl);
+			psc_live_send(&l->links[i], type, l->cfg.rank, pl,
+				      4 + wl);
 	pthread_mutex_unlock(&l->lock);
+}
+
+void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words)
+{
+	announce(l, F_ABORT, ctx, words);
+}
+
+void psc_live_revoke(struct psc_live *l, uint32_t ctx)
+{
+	announce(l, F_REVOKE, ctx, "ps_comm_revoke");
+}
+
+bool psc_live_dead(struct psc_live *l, int r, char *words, size_t len)
+{
+	bool dead;
+
+	pthread_mutex_lock(&l->lock);
+	dead = r >= 0 && r < l->cfg.size && l->peers[r].state == P_DEAD;
+	if (dead && len)
+		snprintf(words, len, "%s", l->peers[r].dead ? l->peers[r].dead
+							    : "dead");
+	pthread_mutex_unlock(&l->lock);
+	return dead;
 }
 
 /* Whether every rank of [lo, hi) left or died. Lock held. */

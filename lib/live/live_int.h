@@ -19,7 +19,10 @@
 #include "net/listener.h"
 #include "net/net.h"
 
-enum { F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF };
+enum {
+	F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF,
+	F_REVOKE
+};
 
 #define HDR 8
 #define FRAME_MAX 480
@@ -94,8 +97,12 @@ struct psc_live {
 	double started;
 	int first;		/* the first rank that died, or -1 */
 	struct peer *peers;
-	/* Aborts seen, for a root taking over: its payload (ctx, words). */
+	/*
+	 * Aborts and revokes seen, for a root taking over: the frame's type
+	 * and payload (ctx, words).
+	 */
 	struct abort_rec {
+		int type;
 		int from;
 		size_t plen;
 		uint8_t pl[FRAME_MAX];
@@ -135,11 +142,12 @@ static inline bool psc_live_link_up(const struct link *k)
 }
 
 /*
- * Record an abort (its frame payload: context id, then words) for a
- * root taking over; false when its context was aborted before.
+ * Record an abort or a revoke (type F_ABORT, F_REVOKE; its frame
+ * payload: context id, then words) for a root taking over; false when
+ * its context had one of that type before.
  */
-bool psc_live_abort_log(struct psc_live *l, int from, const uint8_t *pl,
-			size_t plen);
+bool psc_live_abort_log(struct psc_live *l, int type, int from,
+			const uint8_t *pl, size_t plen);
 
 /* The listener for the star on l->listen_fd (live.c). */
 int psc_live_listen(struct psc_live *l, char *err, size_t len);

@@ -28,7 +28,7 @@
  * enum in include/ps_comm.h moves this, and needs a message in error.c
  * (the build fails without one).
  */
-#define PSC_ERR_LAST PS_COMM_ERR_FABRIC
+#define PSC_ERR_LAST PS_COMM_ERR_REVOKED
 
 /*
  * Where an internal code arose. Codes with one meaning (the list above,

@@ -35,7 +35,8 @@
 	X(PS_COMM_ERR_INTERNAL, "internal error")                              \
 	X(PS_COMM_ERR_ABORTED, "communicator aborted")                         \
 	X(PS_COMM_ERR_FABRIC,                                                  \
-	  "the fabric provider failed (opening it, or in an operation)")
+	  "the fabric provider failed (opening it, or in an operation)")       \
+	X(PS_COMM_ERR_REVOKED, "communicator revoked")
 
 #define PSC_ERR_ENTRY(code, text) [-(code)] = (text),
 static const char *const messages[] = {PSC_ERR_MESSAGES(PSC_ERR_ENTRY)};
@@ -74,6 +75,8 @@ static int named(int err)
 		return PS_COMM_ERR_CANCELED;
 	case ESHUTDOWN:
 		return PS_COMM_ERR_ABORTED;
+	case EKEYREVOKED:
+		return PS_COMM_ERR_REVOKED;
 	case EBADE:
 		return PS_COMM_ERR_MISMATCH;
 	case EPROTO:

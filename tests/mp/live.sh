@@ -111,6 +111,9 @@ for prov in $providers; do
 		run_ranks "ps_comm_abort reaches every rank" 4 "$prov" 60 \
 		"$SUITE" --abort
 	PS_COMM_PEER_TIMEOUT=5 \
+		run_ranks "ps_comm_revoke reaches every rank" 4 "$prov" 60 \
+		"$SUITE" --revoke
+	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "a wait for a rank that finalized ends" 4 "$prov" 60 \
 		"$SUITE" --left
 	case $prov in tcp|net|shm) ;; *) continue ;; esac

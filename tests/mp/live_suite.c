@@ -5,6 +5,7 @@
  *            barrier and wait in them (they tell rank 3 so): each must
  *            end with PS_COMM_ERR_ABORTED naming rank 3, later calls fail
  *            at once, and finalize returns promptly.
+ *   --revoke the same with ps_comm_revoke: PS_COMM_ERR_REVOKED.
  *   --split  the world splits into {0, 1} and {2, 3}; rank 3 exits
  *            without finalize. Everyone's world and rank 2's
  *            sub-communicator fail naming rank 3; where a local death
@@ -17,9 +18,11 @@
  *            PS_COMM_ERR_PEER saying a rank finalized, within
  *            PS_COMM_PEER_TIMEOUT of the goodbyes (not hang).
  *   --reroot rank 0, the liveness root, exits without finalize once the
- *            others split {1, 2, 3} off; rank 3 then stops itself
- *            (SIGSTOP), after telling rank 1 its pid. Ranks 1 and 2 must
- *            see the world fail naming rank 0, keep using {1, 2, 3}, and
+ *            others split {1, 2, 3} off. Ranks 1-3 must see the world
+ *            fail naming rank 0 (ps_comm_failed_ranks lists it), and
+ *            then revoked by rank 3 (the notice goes through the new
+ *            root). Rank 3 then stops itself (SIGSTOP), after telling
+ *            rank 1 its pid. Ranks 1 and 2 must keep using {1, 2, 3}, and
  *            then fail their receives from rank 3 naming it within
  *            PS_COMM_PEER_TIMEOUT and a few seconds: only the new root
  *            (rank 1) can see a stopped rank's silence, and it must tell
@@ -29,6 +32,7 @@
  * Every wait is bounded by the launcher's timeout only: a hang fails.
  */
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -60,8 +64,30 @@ static void expect(ps_comm_t c, const char *test, int rc, int want,
 		fail(test, "last error \"%s\" does not say \"%s\"", msg, what);
 }
 
-static void test_abort(void)
+/* ps_comm_failed_ranks(c) must list exactly rank r, with what in it. */
+static void expect_failed(ps_comm_t c, const char *test, int r,
+			  const char *what)
 {
+	ps_comm_failure_t dead[4];
+	int n = -1;
+
+	CHECK_RC(test, ps_comm_failed_ranks(c, dead, 4, &n));
+	if (n != 1 || dead[0].rank != r)
+		fail(test, "%d ranks listed (the first: %d), not rank %d", n,
+		     n > 0 ? dead[0].rank : -1, r);
+	else if (!strstr(dead[0].evidence, what))
+		fail(test, "evidence \"%s\" does not say \"%s\"",
+		     dead[0].evidence, what);
+}
+
+/*
+ * --abort, or with revoke set --revoke: rank 3 ends the world for the
+ * others while they wait in it.
+ */
+static void test_abort(bool revoke)
+{
+	const int want = revoke ? PS_COMM_ERR_REVOKED : PS_COMM_ERR_ABORTED;
+	const char *said = revoke ? "rank 3 revoked" : "rank 3 aborted";
 	ps_comm_request_t req;
 	float x = 1;
 	char buf[8];
@@ -78,10 +104,11 @@ static void test_abort(void)
 			CHECK_RC("abort", ps_comm_recv(comm, buf, sizeof(buf),
 						       PS_COMM_ANY_SOURCE, 5,
 						       NULL));
-		CHECK_RC("abort", ps_comm_abort(comm, 42));
+		CHECK_RC("abort", revoke ? ps_comm_revoke(comm)
+					 : ps_comm_abort(comm, 42));
 		rc = ps_comm_send(comm, buf, 1, 0, 1);
-		expect(comm, "abort: own send after it", rc,
-		       PS_COMM_ERR_ABORTED, "ps_comm_abort");
+		expect(comm, "abort: own send after it", rc, want,
+		       revoke ? "ps_comm_revoke" : "ps_comm_abort");
 	} else {
 		const char *what = "abort: barrier";
 
@@ -101,13 +128,13 @@ static void test_abort(void)
 		}
 		CHECK_RC("abort", ps_comm_send(comm, buf, 1, 3, 5));
 		rc = ps_comm_wait(&req, NULL);
-		expect(comm, what, rc, PS_COMM_ERR_ABORTED, "rank 3 aborted");
+		expect(comm, what, rc, want, said);
 	}
 	if (rank != 3) {
 		rc = ps_comm_bcast(comm, buf, 1, PS_COMM_UINT8, 0);
-		expect(comm, "abort: a later collective", rc,
-		       PS_COMM_ERR_ABORTED, "rank 3 aborted");
+		expect(comm, "abort: a later collective", rc, want, said);
 	}
+
 }
 
 /*
@@ -143,6 +170,7 @@ static void test_split(void)
 	t = now();
 	rc = ps_comm_barrier(comm);
 	expect(comm, "split: the world", rc, PS_COMM_ERR_PEER, "rank 3");
+	expect_failed(comm, "split: the world's failed ranks", 3, "rank 3");
 	if (rank == 2) {
 		rc = ps_comm_recv(sub, &v, sizeof(v), 1, 0, NULL);
 		expect(sub, "split: receive from the dead rank", rc,
@@ -209,6 +237,22 @@ static void test_reroot(void)
 	split_and_lose("reroot", rank > 0, 0, &sub);
 	rc = ps_comm_barrier(comm);
 	expect(comm, "reroot: the world", rc, PS_COMM_ERR_PEER, "rank 0");
+	expect_failed(comm, "reroot: the world's failed ranks", 0, "rank 0");
+	/*
+	 * A revoke after the root died still reaches every rank (through
+	 * the new root, rank 1) and outranks their failure.
+	 */
+	if (rank == 3)
+		CHECK_RC("reroot: revoke", ps_comm_revoke(comm));
+	t = now();
+	/* Until the notice is here: each try fails at once, so pace them. */
+	while ((rc = ps_comm_send(comm, &v, sizeof(v), 1, 6)) ==
+		       PS_COMM_ERR_PEER &&
+	       now() - t < limit)
+		nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+	expect(comm, "reroot: the world revoked by rank 3", rc,
+	       PS_COMM_ERR_REVOKED, rank == 3 ? "ps_comm_revoke"
+					      : "rank 3 revoked");
 	/* {1, 2, 3} goes on without rank 0. */
 	v = rank;
 	CHECK_RC("reroot: allreduce without rank 0",
@@ -243,11 +287,12 @@ int main(int argc, char **argv)
 	int rc;
 
 	if (argc != 2 || (strcmp(argv[1], "--abort") &&
+			  strcmp(argv[1], "--revoke") &&
 			  strcmp(argv[1], "--split") &&
 			  strcmp(argv[1], "--left") &&
 			  strcmp(argv[1], "--reroot"))) {
 		fprintf(stderr, "usage: live_suite "
-			"--abort|--split|--left|--reroot\n");
+			"--abort|--revoke|--split|--left|--reroot\n");
 		return 2;
 	}
 	rc = ps_comm_init(&comm, NULL);
@@ -262,8 +307,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, "not ok - live_suite needs 4 ranks\n");
 		return 1;
 	}
-	if (strcmp(argv[1], "--abort") == 0) {
-		test_abort();
+	if (strcmp(argv[1], "--abort") == 0 ||
+	    strcmp(argv[1], "--revoke") == 0) {
+		test_abort(strcmp(argv[1], "--revoke") == 0);
 	} else if (strcmp(argv[1], "--reroot") == 0) {
 		test_reroot();
 	} else if (strcmp(argv[1], "--left") == 0) {

@@ -21,7 +21,7 @@
 #include "util/util.h"
 
 /* The lowest (most negative) code include/ps_comm.h defines. */
-#define LAST_CODE (-17)
+#define LAST_CODE (-18)
 
 START_TEST(test_strerror_known)
 {
@@ -80,6 +80,7 @@ static const struct {
 	{-FI_EAVAIL, PS_COMM_ERR_FABRIC},
 	{-EMSGSIZE, PS_COMM_ERR_TRUNCATE},
 	{-ESHUTDOWN, PS_COMM_ERR_ABORTED},
+	{-EKEYREVOKED, PS_COMM_ERR_REVOKED},
 	{-EBADE, PS_COMM_ERR_MISMATCH},
 	{-ENOTRECOVERABLE, PS_COMM_ERR_INTERNAL},
 	{-EPIPE, PS_COMM_ERR_PEER},
@@ -229,6 +230,7 @@ START_TEST(test_frozen_values)
 	ck_assert_int_eq(PS_COMM_ERR_INTERNAL, -15);
 	ck_assert_int_eq(PS_COMM_ERR_ABORTED, -16);
 	ck_assert_int_eq(PS_COMM_ERR_FABRIC, -17);
+	ck_assert_int_eq(PS_COMM_ERR_REVOKED, -18);
 	ck_assert_int_eq(PS_COMM_ANY_SOURCE, -1);
 	ck_assert_int_eq(PS_COMM_ANY_TAG, -1);
 }

@@ -248,8 +248,34 @@ START_TEST(test_calls_after_finalize)
 	ck_assert_int_eq(ps_comm_last_error(c, msg, sizeof(msg)),
 			 PS_COMM_ERR_ARG);
 	ck_assert_int_eq(ps_comm_abort(c, 1), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_revoke(c), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_failed_ranks(c, NULL, 0, &v), PS_COMM_ERR_ARG);
 	ck_assert_int_eq(ps_comm_mem_register(c, buf, sizeof(buf), &h),
 			 PS_COMM_ERR_ARG);
+}
+END_TEST
+
+/* ps_comm_failed_ranks' arguments; a one-rank job has no failure. */
+START_TEST(test_failed_ranks_args)
+{
+	ps_comm_t c = one_rank();
+	ps_comm_failure_t f[2];
+	int n = -1;
+
+	ck_assert_int_eq(ps_comm_failed_ranks(NULL, f, 2, &n), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_failed_ranks(c, f, 2, NULL), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_failed_ranks(c, NULL, 2, &n),
+			 PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_failed_ranks(c, f, -1, &n), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_failed_ranks(c, NULL, 0, &n), 0);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(ps_comm_revoke(NULL), PS_COMM_ERR_ARG);
+	/* Revoked: what it still answers, and what it refuses. */
+	ck_assert_int_eq(ps_comm_revoke(c), 0);
+	ck_assert_int_eq(ps_comm_barrier(c), PS_COMM_ERR_REVOKED);
+	ck_assert_int_eq(ps_comm_failed_ranks(c, f, 2, &n), 0);
+	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(ps_comm_finalize(c), 0);
 }
 END_TEST
 
@@ -322,6 +348,7 @@ static Suite *misuse_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_finalize_twice);
 	tcase_add_test(tc, test_calls_after_finalize);
+	tcase_add_test(tc, test_failed_ranks_args);
 	tcase_add_test(tc, test_request_after_finalize);
 	tcase_add_test(tc, test_request_copy_after_completion);
 	tcase_add_test(tc, test_van_after_destroy);
