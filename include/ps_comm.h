@@ -166,6 +166,9 @@ PS_COMM_API int ps_comm_revoke(ps_comm_t comm);
 /* One rank of a communicator known dead (ps_comm_failed_ranks). */
 typedef struct ps_comm_failure {
 	int rank;	    /* its rank in the communicator */
+	int agreed;	    /* 1: in the failed set of the last ps_comm_agree
+			       or ps_comm_shrink on comm, the same on every
+			       rank; 0: known here only */
 	char evidence[256]; /* who saw it die, and how */
 } ps_comm_failure_t;
 
@@ -174,10 +177,47 @@ typedef struct ps_comm_failure {
  * of them in failed[] (NULL when max is 0), and how many there are in
  * *count (which may exceed max). Works on a failed or revoked
  * communicator. What one rank knows may lag another's by the time a
- * death takes to reach it (PS_COMM_PEER_TIMEOUT at most).
+ * death takes to reach it (PS_COMM_PEER_TIMEOUT at most); the ranks
+ * marked agreed are the same on every rank that returned from the last
+ * agreement.
  */
 PS_COMM_API int ps_comm_failed_ranks(ps_comm_t comm, ps_comm_failure_t *failed,
 				     int max, int *count);
+
+/*
+ * Fault-tolerant uniform agreement, like ULFM's MPIX_Comm_agree:
+ * collective over the live ranks of comm. Every rank that returns 0
+ * gets the same *flag, the bitwise AND of the flags the ranks the
+ * agreement counts alive passed, and the same failed set (the ranks
+ * marked agreed by ps_comm_failed_ranks afterwards), even when ranks,
+ * rank 0 included, die during the call: a rank that dies is counted
+ * failed and never waited for. Works on a failed or revoked
+ * communicator (it runs over the liveness links, not the fabric), so it
+ * returns 0 after failures too: they are in the failed set. Calls on
+ * one communicator must come in the same order on every rank, one at a
+ * time, like collectives. Blocks until decided, up to
+ * PS_COMM_OP_TIMEOUT when set (PS_COMM_ERR_TIMEOUT). Errors:
+ * PS_COMM_ERR_ARG, PS_COMM_ERR_ABORTED (comm was aborted),
+ * PS_COMM_ERR_PEER (the liveness root gave this rank up),
+ * PS_COMM_ERR_NOTSUP (no liveness monitor: PS_COMM_BOOTSTRAP=none; or a
+ * job above 3712 ranks), PS_COMM_ERR_NOMEM.
+ */
+PS_COMM_API int ps_comm_agree(ps_comm_t comm, int *flag);
+
+/*
+ * A new communicator of comm's ranks that are alive, in their old
+ * order, like ULFM's MPIX_Comm_shrink: collective over the live ranks
+ * of comm, usually after ps_comm_revoke. The ranks left out are the
+ * failed set of an agreement (ps_comm_agree), so every survivor gets
+ * the same membership; ranks that die during the call are left out, not
+ * waited for. Works on a failed or revoked comm, which stays valid
+ * (finalize it). Hierarchical collectives plan for the new node layout.
+ * Errors as ps_comm_agree, and PS_COMM_ERR_NOTSUP when a rank on this
+ * node died on the shm provider (its queues cannot be used after that:
+ * run with a network provider, FI_PROVIDER=tcp, to recover from such a
+ * death). Free *newcomm with ps_comm_finalize.
+ */
+PS_COMM_API int ps_comm_shrink(ps_comm_t comm, ps_comm_t *newcomm);
 
 PS_COMM_API int ps_comm_rank(ps_comm_t comm, int *rank);
 PS_COMM_API int ps_comm_size(ps_comm_t comm, int *size);

@@ -38,6 +38,9 @@ struct ps_comm {
 	uint32_t hier_runs;    /* of them, run by the hierarchical algorithms
 				  (atomic; the test suites read it) */
 	double op_timeout;     /* seconds, 0 = none */
+	uint32_t agree_seq;    /* agreements started on this communicator */
+	bool *agreed_failed;   /* rank -> failed by the last agreement, or
+				  NULL before one */
 	char provider[64];
 	char last_error[1024];
 };

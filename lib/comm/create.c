@@ -797,6 +797,7 @@ void psc_comm_free(struct ps_comm *c)
 		psc_ep_forget_owner(c->ch.path[i].ep, &c->ch);
 	}
 	free(c->node_of);
+	free(c->agreed_failed);
 	free(c->world);
 	free(c->ch.via);
 	free(c->ch.peers);

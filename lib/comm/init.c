@@ -300,41 +300,6 @@ int ps_comm_abort(ps_comm_t c, int err)
 	return 0;
 }
 
-int ps_comm_revoke(ps_comm_t c)
-{
-	if (!psc_comm_ok(c))
-		return PS_COMM_ERR_ARG;
-	/* Here first, as for an abort; then every other rank. */
-	psc_ep_fail_owner(c->ch.ep, &c->ch, -EKEYREVOKED, "this rank revoked "
-			  "the communicator (ps_comm_revoke)");
-	if (c->live)
-		psc_live_revoke(c->live, c->ch.ctx);
-	psc_ep_cancel_owner(c->ch.ep, &c->ch, -EKEYREVOKED);
-	return 0;
-}
-
-int ps_comm_failed_ranks(ps_comm_t c, ps_comm_failure_t *failed, int max,
-			 int *count)
-{
-	char words[sizeof(failed->evidence)];
-	int n = 0;
-
-	if (!psc_comm_ok(c) || !count || max < 0 || (max > 0 && !failed))
-		return PS_COMM_ERR_ARG;
-	for (int i = 0; i < c->ch.size && c->live && c->world; i++) {
-		if (!psc_live_dead(c->live, c->world[i], words, sizeof(words)))
-			continue;
-		if (n < max) {
-			failed[n].rank = i;
-			snprintf(failed[n].evidence,
-				 sizeof(failed[n].evidence), "%s", words);
-		}
-		n++;
-	}
-	*count = n;
-	return 0;
-}
-
 int ps_comm_rank(ps_comm_t c, int *rank)
 {
 	if (!psc_comm_ok(c) || !rank)

@@ -332,6 +332,8 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 		snprintf(w, sizeof(w), "rank %d gave this rank up: %s",
 			 l->root, words);
 		fail_watches(l, -1, -ECONNRESET, w);
+		l->cut_off = true;
+		pthread_cond_broadcast(&l->cond);
 		return;
 	}
 	p = &l->peers[r];
@@ -359,6 +361,8 @@ static void mark_dead(struct psc_live *l, int r, const char *words)
 		close_link(k);
 	if (r == l->root)
 		reroot(l);
+	/* A root does not wait for the dead in an agreement. */
+	psc_live_agree_check(l);
 	/* Its pidfd stays until the process is gone (a link closes first). */
 	pthread_cond_broadcast(&l->cond);
 }
@@ -504,7 +508,7 @@ bool psc_live_abort_log(struct psc_live *l, int type, int from,
 /*
  * Send over k what this rank knows that the other end may not: each
  * death (to a root: also the ones only suspected here, as reports),
- * each goodbye (from a root), each abort. Lock held.
+ * each goodbye (from a root), each abort, its agreements. Lock held.
  */
 static void tell_known(struct psc_live *l, struct link *k, bool to_root)
 {
@@ -522,6 +526,7 @@ static void tell_known(struct psc_live *l, struct link *k, bool to_root)
 	for (int i = 0; i < l->naborts; i++)
 		psc_live_send(k, l->aborts[i].type, l->aborts[i].from,
 			      l->aborts[i].pl, l->aborts[i].plen);
+	psc_live_agree_tell(l, k, to_root);
 }
 
 bool psc_live_link_root(struct psc_live *l, int root, int fd)
@@ -606,6 +611,7 @@ static void left(struct psc_live *l, int r)
 		close(p->pidfd);
 		p->pidfd = -1;
 	}
+	psc_live_agree_check(l);
 	pthread_cond_broadcast(&l->cond);
 }
 
@@ -657,6 +663,10 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 	case F_REVOKE:
 		/* r is the rank that called ps_comm_abort or _revoke. */
 		aborted(l, type, r, pl, plen);
+		return true;
+	case F_AGREE:
+	case F_DECIDE:
+		psc_live_agree_frame(l, k, type, pl, plen);
 		return true;
 	default:
 		return false;

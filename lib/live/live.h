@@ -122,6 +122,31 @@ void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words);
  */
 void psc_live_revoke(struct psc_live *l, uint32_t ctx);
 
+/* The largest world an agreement takes: one frame's bitmap of ranks. */
+#define PSC_LIVE_AGREE_RANKS ((480 - 16) * 8)
+
+/*
+ * The agreement of ps_comm_agree and ps_comm_shrink among the n ranks of
+ * the communicator with context id ctx (world ranks world[i], this rank
+ * among them): this rank's seq-th agreement on ctx (1, 2, ... in the
+ * same order on every member), decided by the liveness root.
+ *   *flag  in: this rank's flag; out: the AND of the flags of the members
+ *          the decision counts alive;
+ *   *next  in: this rank's next free context id; out: the largest sent;
+ *   failed[i] set when the decision counts member i failed (dead or
+ *          gone).
+ * Every member that returns 0 gets the same decision, even when members,
+ * the root among them, die meanwhile: members that die are counted
+ * failed, never waited for. Blocks until the decision or deadline
+ * (psc_now() seconds, 0 = none). Returns 0, -ETIMEDOUT, -ESHUTDOWN (ctx
+ * was aborted, or this rank is leaving), -ECONNRESET (the root gave this
+ * rank up), -EOPNOTSUPP (a world above PSC_LIVE_AGREE_RANKS) or -ENOMEM, with
+ * words in err.
+ */
+int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
+		   const int *world, int n, double deadline, uint32_t *flag,
+		   uint32_t *next, bool *failed, char *err, size_t len);
+
 /*
  * Whether world rank r is known dead here; its words (who saw it die,
  * and how) in words when it is.

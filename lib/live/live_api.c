@@ -415,8 +415,7 @@ static bool owner_has_dead(struct psc_live *l, const void *owner)
 	return false;
 }
 
-/* Wait on l->cond for at most secs (< 1 s). Lock held. */
-static void cond_wait_for(struct psc_live *l, double secs)
+void psc_live_wait_for(struct psc_live *l, double secs)
 {
 	struct timespec ts;
 
@@ -437,7 +436,7 @@ bool psc_live_report(struct psc_live *l, const void *owner, bool fail,
 
 	pthread_mutex_lock(&l->lock);
 	while (!(known = owner_has_dead(l, owner)) && psc_now() < until)
-		cond_wait_for(l, 0.02);
+		psc_live_wait_for(l, 0.02);
 	/* Nobody knows of a death: fail it with what this rank saw. */
 	for (struct watch *w = l->watches; w && fail && !known; w = w->next)
 		if (w->owner == owner && !w->failed) {
@@ -534,7 +533,7 @@ void psc_live_leave(struct psc_live *l)
 		}
 		if (psc_now() >= deadline)
 			break;
-		cond_wait_for(l, PSC_MIN(0.1, deadline - psc_now()));
+		psc_live_wait_for(l, PSC_MIN(0.1, deadline - psc_now()));
 	}
 	if (!leave_done(l))
 		psc_log(PSC_LOG_WARN, l->cfg.rank, "finalize: %s within "
@@ -582,6 +581,7 @@ void psc_live_release(struct psc_live *l)
 		close(l->wake[0]);
 		close(l->wake[1]);
 	}
+	psc_live_agree_free(l);
 	pthread_cond_destroy(&l->cond);
 	pthread_mutex_destroy(&l->lock);
 	free(l->links);

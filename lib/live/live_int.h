@@ -21,7 +21,7 @@
 
 enum {
 	F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF,
-	F_REVOKE
+	F_REVOKE, F_AGREE, F_DECIDE
 };
 
 #define HDR 8
@@ -33,6 +33,8 @@ enum {
 #define REJOIN_TRY_S 0.5      /* one attempt to join a new root */
 
 #define ABORT_LOG 16	      /* aborted contexts kept for a new root */
+#define AGREE_MAX 32	      /* agreements (contexts) kept at once */
+#define AGREE_HDR 16	      /* ctx, seq, flag, next: then a bitmap */
 
 enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
 
@@ -108,6 +110,8 @@ struct psc_live {
 		uint8_t pl[FRAME_MAX];
 	} aborts[ABORT_LOG];
 	int naborts;
+	bool cut_off;		/* the root gave this rank up */
+	struct agreement *agree; /* AGREE_MAX of them (agree.c), or NULL */
 	struct link *links;
 	int nlinks, maxlinks;
 	struct watch *watches;
@@ -122,6 +126,9 @@ bool psc_live_send(struct link *k, int type, int rank, const void *pl,
 
 /* The open link bound to rank, or NULL. */
 struct link *psc_live_link_of(struct psc_live *l, int rank);
+
+/* Wait on l->cond for at most secs (< 1 s). Lock held. */
+void psc_live_wait_for(struct psc_live *l, double secs);
 
 /* Wake the monitor thread. Any lock. */
 void psc_live_wake(struct psc_live *l);
@@ -183,6 +190,33 @@ void psc_live_watchdog(struct psc_live *l, double now);
 #define REAP_S 1.0
 #define REAP_MAX 64
 void psc_live_reap(struct psc_live *l, const void *owner);
+
+/*
+ * Agreement (agree.c). A member of a communicator sends the root
+ * AGREE(ctx, seq, flag, next, members) for its seq-th agreement on
+ * context ctx; the root waits until every member it does not know dead
+ * or gone has sent that seq, then sends each DECIDE(ctx, seq, AND of the
+ * live members' flags, largest next, failed members). A member keeps the
+ * last decision per context and reports it to a new root (tell_known),
+ * which adopts it, so a decision some rank returned never changes.
+ */
+
+/* Handle an F_AGREE or F_DECIDE frame from k. Lock held. */
+void psc_live_agree_frame(struct psc_live *l, struct link *k, int type,
+			  const uint8_t *pl, size_t plen);
+
+/* As the root: decide every agreement that can be decided. Lock held. */
+void psc_live_agree_check(struct psc_live *l);
+
+/*
+ * Send over k what this rank knows of agreements: to a root its last
+ * decisions (as reports) then its pending contributions; from a root,
+ * the decisions of agreements k's rank takes part in. Lock held.
+ */
+void psc_live_agree_tell(struct psc_live *l, struct link *k, bool to_root);
+
+/* Free the agreements' state (at the last release). */
+void psc_live_agree_free(struct psc_live *l);
 
 /* Whether rank r's process shares this kernel and pid namespace. */
 bool psc_live_is_local(const struct psc_live *l, int r);
