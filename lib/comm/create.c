@@ -306,14 +306,29 @@ static int live_open(struct ps_comm *c, const struct psc_boot_plan *plan,
 	return psc_live_open(&c->live, &cfg, err, len);
 }
 
-/* Watch c's ranks on each of its endpoints (for the watchdog and shm). */
+/*
+ * Watch c's ranks on each of its endpoints (for the watchdog and shm),
+ * each with its address on that endpoint: FI_ADDR_UNSPEC for the ranks
+ * another path serves, so that a death poisons only the endpoint the
+ * dead rank shared queues on.
+ */
 static int live_watch_chan(struct psc_live *l, struct ps_comm *c)
 {
+	fi_addr_t *addrs = NULL;
 	int rc = 0;
 
-	for (int i = 0; i < c->ch.npaths && !rc; i++)
+	if (c->ch.via &&
+	    !(addrs = malloc((size_t)c->ch.size * sizeof(*addrs))))
+		return -ENOMEM;
+	for (int i = 0; i < c->ch.npaths && !rc; i++) {
+		for (int r = 0; addrs && r < c->ch.size; r++)
+			addrs[r] = c->ch.via[r] == i ? c->ch.peers[r]
+						     : FI_ADDR_UNSPEC;
 		rc = psc_live_watch(l, c->ch.path[i].ep, &c->ch, c->ch.ctx,
-				    c->world, c->ch.peers, c->ch.size);
+				    c->world, addrs ? addrs : c->ch.peers,
+				    c->ch.size);
+	}
+	free(addrs);
 	return rc;
 }
 

@@ -126,7 +126,9 @@ bool psc_live_is_local(const struct psc_live *l, int r)
 /*
  * Stop every call into the provider on the endpoints r shares with this
  * rank, when r shares this kernel and the provider keeps queues under
- * locks shared with peers: r may have died holding one. Lock held.
+ * locks shared with peers: r may have died holding one. An endpoint
+ * where r has no address (another path serves it) shares nothing with
+ * it. Lock held.
  */
 static void poison(struct psc_live *l, int r)
 {
@@ -134,7 +136,8 @@ static void poison(struct psc_live *l, int r)
 		return;
 	for (struct watch *w = l->watches; w; w = w->next)
 		for (int i = 0; i < w->n; i++)
-			if (w->world[i] == r && psc_ep_caps(w->ep)->peer_locks) {
+			if (w->world[i] == r && w->addrs[i] != FI_ADDR_UNSPEC &&
+			    psc_ep_caps(w->ep)->peer_locks) {
 				psc_ep_poison(w->ep);
 				break;
 			}

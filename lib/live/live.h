@@ -89,7 +89,8 @@ void psc_live_arm(struct psc_live *l);
 
 /*
  * Watch a communicator: owner on ep, context id ctx, with n ranks whose
- * world ranks are world[i] and fabric addresses addrs[i] (both copied).
+ * world ranks are world[i] and fabric addresses on ep addrs[i] (both
+ * copied; FI_ADDR_UNSPEC for a rank ep does not serve).
  * A death among them fails owner with -ECONNRESET; an abort of ctx by
  * any rank fails it with -ESHUTDOWN. Each watch holds the monitor.
  */

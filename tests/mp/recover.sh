@@ -1,0 +1,117 @@
+#!/bin/sh
+# Recovery (ps_comm_revoke, ps_comm_agree, ps_comm_shrink) through
+# examples/elastic: ranks SIGKILL themselves during a step's allreduce
+# (after a random delay of up to 2 ms) or during a recovery, inside
+# ps_comm_agree or ps_comm_shrink; rank 0, the liveness root, is among
+# them in some cases, and in others a whole node of ranks. Every survivor
+# must finish every step with exact results and state the same
+# membership: exactly the ranks not killed. A rank on this node that dies
+# on the shm provider leaves its queues unusable: shrink must say so on
+# every survivor, promptly. PSC_RECOVER_REPS repeats each case (1).
+. "${srcdir:-.}/tests/mp/common.sh"
+EL=$top_builddir/examples/elastic
+providers=${PSC_TEST_PROVIDERS:-tcp net shm}
+reps=${PSC_RECOVER_REPS:-1}
+steps=20
+want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
+
+# launch N PROV LOG ARGS...: run elastic on N ranks of PROV (nodes:P: P
+# ranks per node, shm inside nodes and tcp between them), survivors
+# given time to finish after the first death.
+launch() {
+	_n=$1 _p=$2 _log=$3
+	shift 3
+	case $_p in
+	nodes:*)
+		(unset FI_PROVIDER; PSC_TEST_PPN=${_p#nodes:} \
+			"$RUN" -n "$_n" --grace 120 --timeout 120 -- \
+			"${srcdir:-.}/tests/mp/node_id.sh" "$EL" -s $steps \
+			"$@") >"$_log" 2>&1 ;;
+	*)
+		"$RUN" -n "$_n" --provider "$(fab "$_p")" --grace 120 \
+			--timeout 120 -- "$EL" -s $steps "$@" >"$_log" 2>&1 ;;
+	esac
+}
+
+# elastic_case NAME N PROV SURVIVORS ARGS...: SURVIVORS are the starting
+# ranks expected at the end ("0 1 3"); each must print its last line
+# with every result exact and exactly them as the members.
+elastic_case() {
+	name=$1 n=$2 prov=$3 members=$4
+	shift 4
+	case $prov in
+	nodes:*) ;;
+	*)
+		if ! have_provider "$prov"; then
+			skip "$name: provider $prov not present"
+			return
+		fi ;;
+	esac
+	log=$(mktemp)
+	rep=1
+	while [ $rep -le "$reps" ]; do
+		start=$(date +%s)
+		launch "$n" "$prov" "$log" "$@"
+		rc=$?
+		secs=$(($(date +%s) - start))
+		bad=
+		for r in $members; do
+			grep -q "^elastic: rank $r: $steps steps, every result exact, .* ranks: \[$members\]\$" "$log" ||
+				bad="$bad rank $r did not finish with members [$members];"
+		done
+		finals=$(grep -c "^elastic: rank [0-9]*: $steps steps" "$log")
+		[ "$finals" -eq "$(echo "$members" | wc -w)" ] ||
+			bad="$bad $finals ranks finished;"
+		[ $rc -ne 124 ] || bad="$bad the job hung;"
+		if [ -n "$bad" ]; then
+			not_ok "$name ($n ranks, $prov, run $rep):$bad"
+			sed 's/^/#   /' "$log" | tail -25
+			break
+		fi
+		rep=$((rep + 1))
+	done
+	[ -n "$bad" ] || ok "$name ($n ranks, $prov, $reps run(s), last ${secs}s)"
+	rm -f "$log"
+}
+
+for prov in tcp net; do
+	want "$prov" || continue
+	elastic_case "a rank killed in an allreduce" 4 "$prov" "0 1 3" \
+		--fail 2@8
+	elastic_case "rank 0, the liveness root, killed" 4 "$prov" "1 2 3" \
+		--fail 0@8
+	elastic_case "three ranks killed at two steps, rank 0 first" 5 \
+		"$prov" "2 4" --fail 0@6 --fail 3@6 --fail 1@12
+	elastic_case "ranks killed inside agree and shrink, rank 0 too" 5 \
+		"$prov" "1 3" --fail 2@6 --fail 0@6@recovery \
+		--fail 4@6@recovery
+done
+
+# Two nodes of three ranks, shm inside each: the whole of one node dies.
+elastic_case "a whole node killed" 6 nodes:3 "0 1 2" \
+	--fail 3@6 --fail 4@6 --fail 5@6
+elastic_case "a whole node killed, rank 0's" 6 nodes:3 "3 4 5" \
+	--fail 0@6 --fail 1@6 --fail 2@6
+
+# A death on shm: the survivors' shrink fails with words, never hangs.
+shm_death() {
+	name="a death on shm: shrink says why it cannot"
+	if ! have_provider shm; then
+		skip "$name: provider shm not present"
+		return
+	fi
+	log=$(mktemp)
+	launch 3 shm "$log" --fail 1@5
+	rc=$?
+	n=$(grep -c "shrink failed: not supported" \
+		"$log")
+	if [ $rc -ne 124 ] && [ "$n" -eq 2 ]; then
+		ok "$name"
+	else
+		not_ok "$name: exit $rc, $n of 2 survivors said it"
+		sed 's/^/#   /' "$log" | tail -15
+	fi
+	rm -f "$log"
+}
+want shm && shm_death
+finish
