@@ -18,9 +18,9 @@
  *
  * --fail R@S makes the process that started as rank R kill itself with
  * SIGKILL at step S: during the step's allreduce, after a random delay of
- * up to 2 ms (or in the next step); with @recovery appended, at a random
- * moment of the first recovery after step S, to test a death inside
- * ps_comm_agree or ps_comm_shrink.
+ * up to 2 ms, or at the latest before the next step; with @recovery
+ * appended, at a random moment of the first recovery after step S, to
+ * test a death inside ps_comm_agree or ps_comm_shrink.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -137,12 +137,18 @@ static void die_soon(const struct ctx *c)
 	pthread_detach(t);
 }
 
-/* Whether this process is to die now: at step, in a recovery or not. */
+/*
+ * Whether this process is to die now: at step, in a recovery or not.
+ * Once it is, it gets no further than the start of the next step, so
+ * that the others cannot finish without it.
+ */
 static void maybe_die(const struct ctx *c, const struct opts *o,
 		      int in_recovery)
 {
 	static int armed;
 
+	while (armed && !in_recovery)
+		pause();
 	for (int i = 0; i < o->nfail && !armed; i++)
 		if (o->fail[i].rank == c->wrank &&
 		    o->fail[i].in_recovery == in_recovery &&

@@ -24,6 +24,8 @@
 struct agreement {
 	bool used;
 	uint32_t ctx;
+	uint32_t group;		/* its lowest world rank: the communicators
+				   of one split share ctx, never a rank */
 	double touched;		/* last use, to pick a slot to reuse */
 	uint8_t *members;	/* bitmap of world ranks (all 0: not known) */
 	bool mine;		/* this rank waits for the decision of my_seq */
@@ -76,12 +78,12 @@ static bool collecting(const struct psc_live *l, const struct agreement *a)
 }
 
 /*
- * The slot of ctx; with create, a new one when there is none, reusing
- * the least recently used slot nobody waits on. NULL when out of memory
- * or every slot is in use.
+ * The slot of (ctx, group); with create, a new one when there is none,
+ * reusing the least recently used slot nobody waits on. NULL when out
+ * of memory or every slot is in use.
  */
 static struct agreement *slot_of(struct psc_live *l, uint32_t ctx,
-				 bool create)
+				 uint32_t group, bool create)
 {
 	struct agreement *a = NULL;
 
@@ -90,7 +92,8 @@ static struct agreement *slot_of(struct psc_live *l, uint32_t ctx,
 	if (!l->agree)
 		return NULL;
 	for (int i = 0; i < AGREE_MAX; i++)
-		if (l->agree[i].used && l->agree[i].ctx == ctx) {
+		if (l->agree[i].used && l->agree[i].ctx == ctx &&
+		    l->agree[i].group == group) {
 			l->agree[i].touched = psc_now();
 			return &l->agree[i];
 		}
@@ -118,21 +121,23 @@ static struct agreement *slot_of(struct psc_live *l, uint32_t ctx,
 	}
 	a->used = true;
 	a->ctx = ctx;
+	a->group = group;
 	a->touched = psc_now();
 	return a;
 }
 
 /* Send one AGREE or DECIDE frame over k. */
 static void send_one(struct psc_live *l, struct link *k, int type,
-		     uint32_t ctx, uint32_t seq, uint32_t flag, uint32_t next,
-		     const uint8_t *map)
+		     const struct agreement *a, uint32_t seq, uint32_t flag,
+		     uint32_t next, const uint8_t *map)
 {
 	uint8_t pl[FRAME_MAX];
 
-	psc_be_put(pl, ctx, 4);
-	psc_be_put(pl + 4, seq, 4);
-	psc_be_put(pl + 8, flag, 4);
-	psc_be_put(pl + 12, next, 4);
+	psc_be_put(pl, a->ctx, 4);
+	psc_be_put(pl + 4, a->group, 4);
+	psc_be_put(pl + 8, seq, 4);
+	psc_be_put(pl + 12, flag, 4);
+	psc_be_put(pl + 16, next, 4);
 	memcpy(pl + AGREE_HDR, map, nbytes(l));
 	psc_live_send(k, type, l->cfg.rank, pl, AGREE_HDR + nbytes(l));
 }
@@ -140,8 +145,8 @@ static void send_one(struct psc_live *l, struct link *k, int type,
 static void send_decision(struct psc_live *l, struct link *k,
 			  const struct agreement *a)
 {
-	send_one(l, k, F_DECIDE, a->ctx, a->dec_seq, a->dec_flag,
-		 a->dec_next, a->dec_failed);
+	send_one(l, k, F_DECIDE, a, a->dec_seq, a->dec_flag, a->dec_next,
+		 a->dec_failed);
 }
 
 /*
@@ -251,20 +256,22 @@ void psc_live_agree_frame(struct psc_live *l, struct link *k, int type,
 			  const uint8_t *pl, size_t plen)
 {
 	const uint8_t *map = pl + AGREE_HDR;
-	uint32_t ctx, seq, flag, next;
+	uint32_t ctx, group, seq, flag, next;
 	struct agreement *a;
 
 	if (plen != AGREE_HDR + nbytes(l) || k->rank < 0)
 		return;
 	ctx = (uint32_t)psc_be_get(pl, 4);
-	seq = (uint32_t)psc_be_get(pl + 4, 4);
-	flag = (uint32_t)psc_be_get(pl + 8, 4);
-	next = (uint32_t)psc_be_get(pl + 12, 4);
+	group = (uint32_t)psc_be_get(pl + 4, 4);
+	seq = (uint32_t)psc_be_get(pl + 8, 4);
+	flag = (uint32_t)psc_be_get(pl + 12, 4);
+	next = (uint32_t)psc_be_get(pl + 16, 4);
 	/* A member sends to its root; a member hears only its root. */
 	if (seq == 0 || (type == F_AGREE && !is_root(l)) ||
 	    (type == F_DECIDE && !is_root(l) && k->rank != l->root))
 		return;
-	if (!(a = slot_of(l, ctx, true)))
+	if (group >= (uint32_t)l->cfg.size ||
+	    !(a = slot_of(l, ctx, group, true)))
 		return;
 	if (type == F_AGREE) {
 		for (size_t i = 0; i < nbytes(l); i++)
@@ -288,7 +295,7 @@ void psc_live_agree_tell(struct psc_live *l, struct link *k, bool to_root)
 		if (a->dec_seq && (to_root || bit(a->members, k->rank)))
 			send_decision(l, k, a);
 		if (to_root && a->mine)
-			send_one(l, k, F_AGREE, a->ctx, a->my_seq, a->my_flag,
+			send_one(l, k, F_AGREE, a, a->my_seq, a->my_flag,
 				 a->my_next, a->members);
 	}
 }
@@ -342,7 +349,7 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 {
 	struct agreement *a;
 	struct link *k;
-	int rc = 0;
+	int rc = 0, group = l->cfg.size;
 
 	if (l->cfg.size > PSC_LIVE_AGREE_RANKS) {
 		snprintf(err, len, "agreement: the world has %d ranks, more "
@@ -350,8 +357,10 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 			 PSC_LIVE_AGREE_RANKS);
 		return -EOPNOTSUPP;
 	}
+	for (int i = 0; i < n; i++)
+		group = PSC_MIN(group, world[i]);
 	pthread_mutex_lock(&l->lock);
-	if (!(a = slot_of(l, ctx, true))) {
+	if (!(a = slot_of(l, ctx, (uint32_t)group, true))) {
 		pthread_mutex_unlock(&l->lock);
 		snprintf(err, len, "agreement: out of memory, or %d "
 			 "agreements already in progress", AGREE_MAX);
@@ -366,7 +375,7 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 	if (is_root(l))
 		check_one(l, a);
 	else if ((k = psc_live_link_of(l, l->root)) != NULL)
-		send_one(l, k, F_AGREE, ctx, seq, *flag, *next, a->members);
+		send_one(l, k, F_AGREE, a, seq, *flag, *next, a->members);
 	/* Without a link, it goes to the new root once joined. */
 	while (a->mine && !(rc = wait_ends(l, ctx, deadline, err, len)))
 		psc_live_wait_for(l, 0.1);

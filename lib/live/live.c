@@ -566,15 +566,28 @@ static void rejoin(struct psc_live *l)
 
 	l->rejoin = -1;
 	pthread_mutex_unlock(&l->lock);
-	/* Short attempts: a release (stop) ends the wait within one. */
+	/*
+	 * Short attempts: a release (stop) ends the wait within one. A
+	 * refused connection (nothing listens at its address any more) or
+	 * its exit seen through its pidfd is the new root's death: ranks
+	 * often die together, the next root among them.
+	 */
 	do {
 		rc = psc_live_handshake(l, target,
 					PSC_MIN(end, psc_now() + REJOIN_TRY_S),
 					&fd, err, sizeof(err));
-		if (rc && rc != -EACCES && psc_now() < end &&
+		if (rc && exited(l->peers[target].pidfd)) {
+			snprintf(err, sizeof(err), "rank %d (host %s, pid %d) "
+				 "died: its process exited", target,
+				 l->peers[target].host, l->peers[target].pid);
+			break;
+		}
+		if (rc && rc != -EACCES && rc != -ECONNREFUSED &&
+		    psc_now() < end &&
 		    !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
 			psc_backoff_sleep(0.02, 0.2, step++, false, end);
-	} while (rc && rc != -EACCES && psc_now() < end &&
+	} while (rc && rc != -EACCES && rc != -ECONNREFUSED &&
+		 psc_now() < end &&
 		 !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE));
 	pthread_mutex_lock(&l->lock);
 	if (l->stop || l->left || l->root != target) {

@@ -74,7 +74,8 @@ void psc_live_set_key(struct psc_live *l, const struct psc_auth_key *key);
 
 /*
  * Join the star once every peer is known: ranks other than 0 connect to
- * rank 0 (-ECONNRESET when it is gone), then the thread starts.
+ * rank 0 (-ECONNRESET or -ECONNREFUSED when it is gone), then the thread
+ * starts.
  */
 int psc_live_start(struct psc_live *l, char *err, size_t len);
 
@@ -124,7 +125,7 @@ void psc_live_abort(struct psc_live *l, uint32_t ctx, const char *words);
 void psc_live_revoke(struct psc_live *l, uint32_t ctx);
 
 /* The largest world an agreement takes: one frame's bitmap of ranks. */
-#define PSC_LIVE_AGREE_RANKS ((480 - 16) * 8)
+#define PSC_LIVE_AGREE_RANKS ((480 - 20) * 8)
 
 /*
  * The agreement of ps_comm_agree and ps_comm_shrink among the n ranks of

@@ -233,7 +233,7 @@ int psc_live_handshake(struct psc_live *l, int target, double deadline,
 			 "unreachable: connecting to its liveness monitor at "
 			 "%s failed: %s", target, root->host, root->pid,
 			 root->addr, strerror(last));
-		return -ECONNRESET;
+		return last == ECONNREFUSED ? -ECONNREFUSED : -ECONNRESET;
 	}
 	psc_live_link_setup(fd);
 	k = (struct link){.fd = fd, .rank = target};

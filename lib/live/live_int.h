@@ -34,7 +34,7 @@ enum {
 
 #define ABORT_LOG 16	      /* aborted contexts kept for a new root */
 #define AGREE_MAX 32	      /* agreements (contexts) kept at once */
-#define AGREE_HDR 16	      /* ctx, seq, flag, next: then a bitmap */
+#define AGREE_HDR 20	      /* ctx, group, seq, flag, next; a bitmap */
 
 enum peer_state { P_PENDING, P_UP, P_LEFT, P_DEAD };
 
@@ -163,7 +163,7 @@ int psc_live_listen(struct psc_live *l, char *err, size_t len);
  * Connect to root's listener and authenticate (HELLO, CHAL, PROOF),
  * blocking until deadline (psc_now() seconds): the socket in *fd, or a
  * negative errno with words in err (-EACCES: root does not know the
- * key). Reads only what is fixed once the monitor starts (root's
+ * key; -ECONNREFUSED: nothing listens at its address). Reads only what is fixed once the monitor starts (root's
  * record, the key); any lock or none (live_api.c).
  */
 int psc_live_handshake(struct psc_live *l, int root, double deadline,
@@ -193,11 +193,12 @@ void psc_live_reap(struct psc_live *l, const void *owner);
 
 /*
  * Agreement (agree.c). A member of a communicator sends the root
- * AGREE(ctx, seq, flag, next, members) for its seq-th agreement on
- * context ctx; the root waits until every member it does not know dead
- * or gone has sent that seq, then sends each DECIDE(ctx, seq, AND of the
- * live members' flags, largest next, failed members). A member keeps the
- * last decision per context and reports it to a new root (tell_known),
+ * AGREE(ctx, group, seq, flag, next, members) for its seq-th agreement
+ * on the communicator with context ctx and lowest world rank group; the
+ * root waits until every member it does not know dead or gone has sent
+ * that seq, then sends each DECIDE(ctx, group, seq, AND of the live
+ * members' flags, largest next, failed members). A member keeps the last
+ * decision per communicator and reports it to a new root (tell_known),
  * which adopts it, so a decision some rank returned never changes.
  */
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Failure semantics (tests/mp/live_suite.c): ps_comm_abort reaching every
 # rank, a dead rank failing exactly the communicators that hold it, a
-# dead rank 0 handing the liveness star over (tcp and net),
+# dead rank 0 handing the liveness star over (tcp and net), agreement
+# and shrink after a death (tcp, net and shm),
 # on every provider present (sockets and udp: the abort only); a wait
 # for a rank that finalized ending as a dead peer's would; and a
 # killed rank's shm region not blocking the next process with its pid.
@@ -117,6 +118,9 @@ for prov in $providers; do
 		run_ranks "a wait for a rank that finalized ends" 4 "$prov" 60 \
 		"$SUITE" --left
 	case $prov in tcp|net|shm) ;; *) continue ;; esac
+	PS_COMM_PEER_TIMEOUT=5 \
+		run_ranks "ps_comm_agree and ps_comm_shrink" 4 "$prov" 60 \
+		"$SUITE" --agree
 	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "a dead rank fails the communicators that hold it" 4 \
 		"$prov" 60 "$SUITE" --split

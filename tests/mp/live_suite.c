@@ -29,6 +29,14 @@
  *            rank 2. Rank 1 then lets rank 3 go on (SIGCONT), and it
  *            exits. For a provider whose endpoint a local death does not
  *            poison (tcp, net, udp, sockets).
+ *   --agree  ps_comm_agree: the AND of every rank's flag, three times
+ *            over; concurrent agreements on two sub-communicators; then
+ *            rank 2 exits without finalize and rank 3 revokes the world: the
+ *            survivors' agreement on it (revoked) must give the AND of
+ *            their flags, and ps_comm_failed_ranks rank 2 alone, marked
+ *            agreed. ps_comm_shrink then gives {0, 1, 3} in that order,
+ *            whose allreduce and agreement are checked; on shm it must
+ *            say PS_COMM_ERR_NOTSUP (a local death spoils its queues).
  * Every wait is bounded by the launcher's timeout only: a hang fails.
  */
 #include <signal.h>
@@ -281,6 +289,68 @@ static void test_reroot(void)
 	ps_comm_finalize(sub);
 }
 
+/* ps_comm_agree on c with flag in; the result must be want. */
+static void agree_is(ps_comm_t c, const char *test, int flag, int want)
+{
+	CHECK_RC(test, ps_comm_agree(c, &flag));
+	if (flag != want)
+		fail(test, "agreed 0x%x, want 0x%x", (unsigned)flag,
+		     (unsigned)want);
+}
+
+static void test_agree(void)
+{
+	ps_comm_failure_t dead[4];
+	const char *prov = "";
+	ps_comm_t half, shrunk;
+	int n = -1, r2 = -1, rc;
+	int32_t v;
+
+	for (int i = 0; i < 3; i++)
+		agree_is(comm, "agree: the world", ~(1 << (rank + i)),
+			 ~(0xf << i));
+	/* Two agreements at once, one per half: {0, 2} and {1, 3}. */
+	CHECK_RC("agree: split", ps_comm_split(comm, rank % 2, rank, &half));
+	agree_is(half, "agree: a half", rank + 1, rank % 2 ? 0 : 1);
+	ps_comm_finalize(half);
+	if (rank == 2)
+		_exit(0); /* without a goodbye: a death */
+	/* The survivors: rank 3 revokes once it sees rank 2 dead. */
+	if (rank == 3) {
+		while (ps_comm_barrier(comm) == 0)
+			;
+		CHECK_RC("agree: revoke", ps_comm_revoke(comm));
+	}
+	agree_is(comm, "agree: after a death, revoked", ~(1 << rank),
+		 ~0xb);
+	CHECK_RC("agree: failed ranks", ps_comm_failed_ranks(comm, dead, 4,
+							     &n));
+	if (n != 1 || dead[0].rank != 2 || !dead[0].agreed)
+		fail("agree", "%d failed ranks (the first %d, agreed %d), not "
+		     "rank 2 agreed", n, n > 0 ? dead[0].rank : -1,
+		     n > 0 ? dead[0].agreed : -1);
+	ps_comm_provider_name(comm, &prov);
+	rc = ps_comm_shrink(comm, &shrunk);
+	if (strcmp(prov, "shm") == 0) {
+		expect(comm, "agree: shrink on shm", rc, PS_COMM_ERR_NOTSUP,
+		       "shm");
+		return;
+	}
+	CHECK_RC("agree: shrink", rc);
+	ps_comm_rank(shrunk, &r2);
+	ps_comm_size(shrunk, &n);
+	if (n != 3 || r2 != (rank == 3 ? 2 : rank))
+		fail("agree", "shrunk to rank %d of %d", r2, n);
+	v = rank;
+	CHECK_RC("agree: allreduce after shrink",
+		 ps_comm_allreduce(shrunk, PS_COMM_IN_PLACE, &v, 1,
+				   PS_COMM_INT32, PS_COMM_SUM));
+	if (v != 0 + 1 + 3)
+		fail("agree", "allreduce after shrink: %d, not 4", (int)v);
+	agree_is(shrunk, "agree: after shrink", ~(1 << r2), ~0x7);
+	ps_comm_finalize(shrunk);
+}
+
 int main(int argc, char **argv)
 {
 	double t;
@@ -290,9 +360,10 @@ int main(int argc, char **argv)
 			  strcmp(argv[1], "--revoke") &&
 			  strcmp(argv[1], "--split") &&
 			  strcmp(argv[1], "--left") &&
-			  strcmp(argv[1], "--reroot"))) {
+			  strcmp(argv[1], "--reroot") &&
+			  strcmp(argv[1], "--agree"))) {
 		fprintf(stderr, "usage: live_suite "
-			"--abort|--revoke|--split|--left|--reroot\n");
+			"--abort|--revoke|--split|--left|--reroot|--agree\n");
 		return 2;
 	}
 	rc = ps_comm_init(&comm, NULL);
@@ -312,6 +383,8 @@ int main(int argc, char **argv)
 		test_abort(strcmp(argv[1], "--revoke") == 0);
 	} else if (strcmp(argv[1], "--reroot") == 0) {
 		test_reroot();
+	} else if (strcmp(argv[1], "--agree") == 0) {
+		test_agree();
 	} else if (strcmp(argv[1], "--left") == 0) {
 		test_left();
 		return failures ? 1 : 0;

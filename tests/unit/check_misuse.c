@@ -250,6 +250,8 @@ START_TEST(test_calls_after_finalize)
 	ck_assert_int_eq(ps_comm_abort(c, 1), PS_COMM_ERR_ARG);
 	ck_assert_int_eq(ps_comm_revoke(c), PS_COMM_ERR_ARG);
 	ck_assert_int_eq(ps_comm_failed_ranks(c, NULL, 0, &v), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_agree(c, &v), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_shrink(c, &sub), PS_COMM_ERR_ARG);
 	ck_assert_int_eq(ps_comm_mem_register(c, buf, sizeof(buf), &h),
 			 PS_COMM_ERR_ARG);
 }
@@ -275,6 +277,33 @@ START_TEST(test_failed_ranks_args)
 	ck_assert_int_eq(ps_comm_barrier(c), PS_COMM_ERR_REVOKED);
 	ck_assert_int_eq(ps_comm_failed_ranks(c, f, 2, &n), 0);
 	ck_assert_int_eq(n, 0);
+	ck_assert_int_eq(ps_comm_finalize(c), 0);
+}
+END_TEST
+
+/*
+ * ps_comm_agree and ps_comm_shrink: their arguments; on one rank the
+ * flag comes back as passed and the shrink is that rank, revoked or not.
+ */
+START_TEST(test_agree_shrink_args)
+{
+	ps_comm_t c = one_rank(), s = NULL;
+	int flag = 0x5a, size = 0;
+
+	ck_assert_int_eq(ps_comm_agree(NULL, &flag), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_agree(c, NULL), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_shrink(NULL, &s), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_shrink(c, NULL), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_agree(c, &flag), 0);
+	ck_assert_int_eq(flag, 0x5a);
+	ck_assert_int_eq(ps_comm_revoke(c), 0);
+	ck_assert_int_eq(ps_comm_agree(c, &flag), 0);
+	ck_assert_int_eq(ps_comm_shrink(c, &s), 0);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(ps_comm_size(s, &size), 0);
+	ck_assert_int_eq(size, 1);
+	ck_assert_int_eq(ps_comm_barrier(s), 0);
+	ck_assert_int_eq(ps_comm_finalize(s), 0);
 	ck_assert_int_eq(ps_comm_finalize(c), 0);
 }
 END_TEST
@@ -349,6 +378,7 @@ static Suite *misuse_suite(void)
 	tcase_add_test(tc, test_finalize_twice);
 	tcase_add_test(tc, test_calls_after_finalize);
 	tcase_add_test(tc, test_failed_ranks_args);
+	tcase_add_test(tc, test_agree_shrink_args);
 	tcase_add_test(tc, test_request_after_finalize);
 	tcase_add_test(tc, test_request_copy_after_completion);
 	tcase_add_test(tc, test_van_after_destroy);
