@@ -200,7 +200,7 @@ PS_COMM_API int ps_comm_failed_ranks(ps_comm_t comm, ps_comm_failure_t *failed,
  * PS_COMM_ERR_ARG, PS_COMM_ERR_ABORTED (comm was aborted),
  * PS_COMM_ERR_PEER (the liveness root gave this rank up),
  * PS_COMM_ERR_NOTSUP (no liveness monitor: PS_COMM_BOOTSTRAP=none; or a
- * job above 3712 ranks), PS_COMM_ERR_NOMEM.
+ * job above 3680 ranks), PS_COMM_ERR_NOMEM.
  */
 PS_COMM_API int ps_comm_agree(ps_comm_t comm, int *flag);
 
