@@ -72,20 +72,26 @@ static void expect(ps_comm_t c, const char *test, int rc, int want,
 		fail(test, "last error \"%s\" does not say \"%s\"", msg, what);
 }
 
-/* ps_comm_failed_ranks(c) must list exactly rank r, with what in it. */
+/*
+ * ps_comm_failed_ranks(c) must list rank r, with what in it. Other
+ * ranks may follow it: one that finished its part of a test and
+ * finalized a failed world leaves without a goodbye, as a dead rank.
+ */
 static void expect_failed(ps_comm_t c, const char *test, int r,
 			  const char *what)
 {
 	ps_comm_failure_t dead[4];
-	int n = -1;
+	int n = -1, i = 0;
 
 	CHECK_RC(test, ps_comm_failed_ranks(c, dead, 4, &n));
-	if (n != 1 || dead[0].rank != r)
+	while (i < n && i < 4 && dead[i].rank != r)
+		i++;
+	if (i == n || i == 4)
 		fail(test, "%d ranks listed (the first: %d), not rank %d", n,
 		     n > 0 ? dead[0].rank : -1, r);
-	else if (!strstr(dead[0].evidence, what))
+	else if (!strstr(dead[i].evidence, what))
 		fail(test, "evidence \"%s\" does not say \"%s\"",
-		     dead[0].evidence, what);
+		     dead[i].evidence, what);
 }
 
 /*
@@ -248,10 +254,18 @@ static void test_reroot(void)
 	expect_failed(comm, "reroot: the world's failed ranks", 0, "rank 0");
 	/*
 	 * A revoke after the root died still reaches every rank (through
-	 * the new root, rank 1) and outranks their failure.
+	 * the new root, rank 1) and outranks their failure. Rank 3 revokes
+	 * once ranks 1 and 2 saw the failure (they tell it on {1, 2, 3}).
 	 */
-	if (rank == 3)
+	if (rank == 3) {
+		for (int i = 0; i < 2; i++)
+			CHECK_RC("reroot", ps_comm_recv(sub, &v, sizeof(v),
+							PS_COMM_ANY_SOURCE, 7,
+							NULL));
 		CHECK_RC("reroot: revoke", ps_comm_revoke(comm));
+	} else {
+		CHECK_RC("reroot", ps_comm_send(sub, &v, sizeof(v), 2, 7));
+	}
 	t = now();
 	/* Until the notice is here: each try fails at once, so pace them. */
 	while ((rc = ps_comm_send(comm, &v, sizeof(v), 1, 6)) ==
