@@ -1,7 +1,8 @@
 /*
  * Recovery from a failure (doc/faults.md, "Recovery"): revoke a
- * communicator on every live rank, list its failed ranks, agree
- * uniformly among the live ones, and shrink it to them. Agreement runs
+ * communicator on every live rank, list its failed ranks, and the
+ * communicator's side of agreement and shrink (comm/view.h), whose
+ * public calls are in lib/coll/agree.c. The agreement's slow path runs
  * over the liveness star (live/live.h: psc_live_agree), never over the
  * fabric, so it works on a failed or revoked communicator and whichever
  * ranks die during it.
@@ -60,26 +61,37 @@ int ps_comm_failed_ranks(ps_comm_t c, ps_comm_failure_t *failed, int max,
 	return 0;
 }
 
-/*
- * This rank's next agreement on c: flag and next in and out (live.h),
- * and c's agreed failed set updated. Returns a PS_COMM_ERR_* value,
- * recording the words of a failure; what names the caller.
- */
-static int agree(struct ps_comm *c, uint32_t *flag, uint32_t *next,
-		 const char *what)
+uint32_t psc_comm_agree_seq(struct ps_comm *c)
 {
-	uint32_t seq = __atomic_add_fetch(&c->agree_seq, 1, __ATOMIC_RELAXED);
+	if (c->ch.size > 1 && (!c->live || !c->world)) {
+		psc_comm_set_error(c, "agreement: this communicator has no "
+				   "liveness monitor (PS_COMM_BOOTSTRAP=none)");
+		return 0;
+	}
+	return __atomic_add_fetch(&c->agree_seq, 1, __ATOMIC_RELAXED);
+}
+
+bool psc_comm_failed(struct ps_comm *c)
+{
+	return c->ch.aborted || psc_ep_owner_failed(c->ch.ep, &c->ch, NULL, 0);
+}
+
+/* c's agreed failed set: failed (c's size, malloc'd), or none. */
+static void set_agreed(struct ps_comm *c, bool *failed)
+{
+	free(c->agreed_failed);
+	c->agreed_failed = failed;
+}
+
+int psc_comm_agree_star(struct ps_comm *c, uint32_t seq, uint32_t *flag,
+			uint32_t *next, const char *what)
+{
 	bool *failed;
 	char err[256];
 	int rc;
 
 	if (c->ch.size == 1)
 		return 0;
-	if (!c->live || !c->world) {
-		psc_comm_set_error(c, "%s: this communicator has no liveness "
-				   "monitor (PS_COMM_BOOTSTRAP=none)", what);
-		return PS_COMM_ERR_NOTSUP;
-	}
 	failed = calloc((size_t)c->ch.size, sizeof(*failed));
 	if (!failed)
 		return PS_COMM_ERR_NOMEM;
@@ -92,43 +104,27 @@ static int agree(struct ps_comm *c, uint32_t *flag, uint32_t *next,
 		return rc == -EOPNOTSUPP ? PS_COMM_ERR_NOTSUP
 					 : psc_err_public(rc, PSC_ERR_OP);
 	}
-	free(c->agreed_failed);
-	c->agreed_failed = failed;
+	set_agreed(c, failed);
 	return 0;
 }
 
-int ps_comm_agree(ps_comm_t c, int *flag)
+int psc_comm_agree_decided(struct ps_comm *c, uint32_t seq, uint32_t flag,
+			   uint32_t next)
 {
-	uint32_t f, next = 0;
-	int rc;
-
-	if (!psc_comm_ok(c) || !flag)
-		return PS_COMM_ERR_ARG;
-	f = (uint32_t)*flag;
-	rc = agree(c, &f, &next, "ps_comm_agree");
-	if (rc == 0)
-		*flag = (int)f;
-	return rc;
+	if (c->ch.size == 1)
+		return 0;
+	if (psc_live_agree_decided(c->live, c->ch.ctx, seq, c->world,
+				   c->ch.size, flag, next) != 0)
+		return PS_COMM_ERR_NOMEM;
+	set_agreed(c, NULL);
+	return 0;
 }
 
-int ps_comm_shrink(ps_comm_t c, ps_comm_t *newcomm)
+int psc_comm_shrink_to(struct ps_comm *c, uint32_t ctx,
+		       struct ps_comm **newcomm)
 {
-	uint32_t flag = ~0u, ctx = psc_p2p_ctx_next();
-	uint32_t limit = 1u << PSC_TAG_CTX_BITS;
 	int *ranks, n = 0, me = -1, rc;
 
-	if (!psc_comm_ok(c) || !newcomm)
-		return PS_COMM_ERR_ARG;
-	*newcomm = NULL;
-	rc = agree(c, &flag, &ctx, "ps_comm_shrink");
-	if (rc)
-		return rc;
-	if (ctx >= limit) {
-		psc_comm_set_error(c, "ps_comm_shrink: all %u context ids are "
-				   "used", limit);
-		return PS_COMM_ERR_NOMEM;
-	}
-	psc_p2p_ctx_reserve(ctx);
 	for (int i = 0; i < c->ch.npaths; i++)
 		if (psc_ep_poisoned(c->ch.path[i].ep)) {
 			psc_comm_set_error(c, "ps_comm_shrink: a rank on this "
@@ -156,11 +152,11 @@ int ps_comm_shrink(ps_comm_t c, ps_comm_t *newcomm)
 	} else {
 		rc = psc_comm_create_sub(c, ranks, n, me, ctx, newcomm);
 	}
+	free(ranks);
 	/* The survivors of the world leave the liveness star through it. */
 	if (rc == 0 && c->owns_live) {
 		(*newcomm)->owns_live = true;
 		c->owns_live = false;
 	}
-	free(ranks);
 	return rc;
 }

@@ -81,4 +81,39 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 			int me, uint32_t ctx, struct ps_comm **out);
 
 
+/*
+ * Agreement and shrink, the communicator's side (lib/coll/agree.c has
+ * the public calls and the fast path). Calls on one communicator come in
+ * the same order on every rank, one at a time.
+ *
+ * psc_comm_agree_seq: the sequence number of a new agreement on c (1,
+ * 2, ...), or 0, with c's error set, when c has more than one rank and
+ * no liveness monitor.
+ *
+ * psc_comm_failed: whether c failed here (a death, an abort, a revoke).
+ *
+ * psc_comm_agree_star: c's seq-th agreement through the liveness star
+ * (psc_live_agree: flag and next in and out); its failed set becomes
+ * c's agreed one. Returns a PS_COMM_ERR_* value, recording words headed
+ * by what.
+ *
+ * psc_comm_agree_decided: every rank of c completed the seq-th
+ * agreement on the fabric, with flag and next: record it for ranks that
+ * did not (psc_live_agree_decided); c's agreed failed set becomes empty.
+ * Returns 0 or PS_COMM_ERR_NOMEM.
+ *
+ * psc_comm_shrink_to: the communicator of c's ranks outside its agreed
+ * failed set, in their order, under context id ctx, in *newcomm; the
+ * world's goodbye moves to it. PS_COMM_ERR_NOTSUP when an endpoint of c
+ * cannot be used any more (a local death on shm), with words.
+ */
+uint32_t psc_comm_agree_seq(struct ps_comm *c);
+bool psc_comm_failed(struct ps_comm *c);
+int psc_comm_agree_star(struct ps_comm *c, uint32_t seq, uint32_t *flag,
+			uint32_t *next, const char *what);
+int psc_comm_agree_decided(struct ps_comm *c, uint32_t seq, uint32_t flag,
+			   uint32_t next);
+int psc_comm_shrink_to(struct ps_comm *c, uint32_t ctx,
+		       struct ps_comm **newcomm);
+
 #endif /* PSC_COMM_VIEW_H */

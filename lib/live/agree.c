@@ -31,6 +31,8 @@ struct agreement {
 	bool mine;		/* this rank waits for the decision of my_seq */
 	uint32_t my_seq, my_flag, my_next;
 	uint32_t dec_seq;	/* the last decision known (0: none) */
+	uint32_t asked;		/* the root asked for this seq's decision */
+	uint32_t queried;	/* as the root: the last seq asked about */
 	uint32_t dec_flag, dec_next;
 	uint8_t *dec_failed;	/* its failed members (bitmap) */
 	/* The root's collection: per world rank, its last contribution. */
@@ -151,7 +153,8 @@ static void send_decision(struct psc_live *l, struct link *k,
 
 /*
  * Seq's decision is known (decided here, or heard): keep it, end this
- * rank's wait for it and, at the root, send it to every member linked.
+ * rank's wait for it and, at the root, send it to every member that
+ * waits for it (one that asks later is answered as it asks).
  */
 static void decide(struct psc_live *l, struct agreement *a, uint32_t seq,
 		   uint32_t flag, uint32_t next, const uint8_t *failed)
@@ -164,11 +167,11 @@ static void decide(struct psc_live *l, struct agreement *a, uint32_t seq,
 	memcpy(a->dec_failed, failed, nbytes(l));
 	if (a->mine && a->my_seq <= seq)
 		a->mine = false;
-	for (int i = 0; is_root(l) && i < l->nlinks; i++) {
+	for (int i = 0; is_root(l) && a->got_seq && i < l->nlinks; i++) {
 		struct link *k = &l->links[i];
 
 		if (psc_live_link_up(k) && k->rank >= 0 &&
-		    bit(a->members, k->rank))
+		    a->got_seq[k->rank] >= seq)
 			send_decision(l, k, a);
 	}
 	pthread_cond_broadcast(&l->cond);
@@ -218,6 +221,27 @@ void psc_live_agree_check(struct psc_live *l)
 			check_one(l, &l->agree[i]);
 }
 
+/*
+ * As the root, collecting seq: ask the members that have not sent it
+ * whether they decided it on the fabric (once per seq).
+ */
+static void query(struct psc_live *l, struct agreement *a, uint32_t seq)
+{
+	uint8_t none[FRAME_MAX];
+
+	if (a->queried >= seq)
+		return;
+	a->queried = seq;
+	memset(none, 0, nbytes(l));
+	for (int i = 0; i < l->nlinks; i++) {
+		struct link *k = &l->links[i];
+
+		if (psc_live_link_up(k) && k->rank >= 0 &&
+		    bit(a->members, k->rank) && a->got_seq[k->rank] < seq)
+			send_one(l, k, F_QUERY, a, seq, 0, 0, none);
+	}
+}
+
 /* A member's contribution reached the root. */
 static void contribution(struct psc_live *l, struct link *k,
 			 struct agreement *a, uint32_t seq, uint32_t flag,
@@ -249,6 +273,7 @@ static void contribution(struct psc_live *l, struct link *k,
 		a->got_flag[r] = flag;
 		a->got_next[r] = next;
 	}
+	query(l, a, seq);
 	check_one(l, a);
 }
 
@@ -268,7 +293,7 @@ void psc_live_agree_frame(struct psc_live *l, struct link *k, int type,
 	next = (uint32_t)psc_be_get(pl + 16, 4);
 	/* A member sends to its root; a member hears only its root. */
 	if (seq == 0 || (type == F_AGREE && !is_root(l)) ||
-	    (type == F_DECIDE && !is_root(l) && k->rank != l->root))
+	    (type != F_AGREE && !is_root(l) && k->rank != l->root))
 		return;
 	if (group >= (uint32_t)l->cfg.size ||
 	    !(a = slot_of(l, ctx, group, true)))
@@ -277,6 +302,14 @@ void psc_live_agree_frame(struct psc_live *l, struct link *k, int type,
 		for (size_t i = 0; i < nbytes(l); i++)
 			a->members[i] |= map[i];
 		contribution(l, k, a, seq, flag, next);
+		return;
+	}
+	if (type == F_QUERY) {
+		/* Decided on the fabric: say so; else say so once it is. */
+		if (a->dec_seq >= seq)
+			send_decision(l, k, a);
+		else
+			a->asked = PSC_MAX(a->asked, seq);
 		return;
 	}
 	/* A decision: the root's, or at a new root one reported. */
@@ -372,10 +405,14 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 	a->my_seq = seq;
 	a->my_flag = *flag;
 	a->my_next = *next;
-	if (is_root(l))
+	if (is_root(l)) {
 		check_one(l, a);
-	else if ((k = psc_live_link_of(l, l->root)) != NULL)
+	} else if ((k = psc_live_link_of(l, l->root)) != NULL) {
+		/* The last decision first: the root may not have it. */
+		if (a->dec_seq)
+			send_decision(l, k, a);
 		send_one(l, k, F_AGREE, a, seq, *flag, *next, a->members);
+	}
 	/* Without a link, it goes to the new root once joined. */
 	while (a->mine && !(rc = wait_ends(l, ctx, deadline, err, len)))
 		psc_live_wait_for(l, 0.1);
@@ -393,4 +430,33 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 	}
 	pthread_mutex_unlock(&l->lock);
 	return rc;
+}
+
+int psc_live_agree_decided(struct psc_live *l, uint32_t ctx, uint32_t seq,
+			   const int *world, int n, uint32_t flag,
+			   uint32_t next)
+{
+	uint8_t none[FRAME_MAX];
+	struct agreement *a;
+	struct link *k;
+	int group = l->cfg.size;
+
+	for (int i = 0; i < n; i++)
+		group = PSC_MIN(group, world[i]);
+	memset(none, 0, sizeof(none));
+	pthread_mutex_lock(&l->lock);
+	if (!(a = slot_of(l, ctx, (uint32_t)group, true))) {
+		pthread_mutex_unlock(&l->lock);
+		return -ENOMEM;
+	}
+	for (int i = 0; i < n; i++)
+		set_bit(a->members, world[i]);
+	/* At the root, members that went to the star get it now. */
+	decide(l, a, seq, flag, next, none);
+	/* The root asked while this rank was still in the allreduce. */
+	if (a->asked && a->asked <= seq && !is_root(l) &&
+	    (k = psc_live_link_of(l, l->root)) != NULL)
+		send_decision(l, k, a);
+	pthread_mutex_unlock(&l->lock);
+	return 0;
 }

@@ -682,6 +682,7 @@ static bool frame(struct psc_live *l, struct link *k, int type, int r,
 		return true;
 	case F_AGREE:
 	case F_DECIDE:
+	case F_QUERY:
 		psc_live_agree_frame(l, k, type, pl, plen);
 		return true;
 	default:

@@ -150,6 +150,17 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 		   uint32_t *next, bool *failed, char *err, size_t len);
 
 /*
+ * The members of that communicator decided its seq-th agreement on the
+ * fabric (an allreduce that every member completed or none): keep the
+ * decision (flag, next, nobody failed) as psc_live_agree would have,
+ * so that a member that did not complete it, and asks through the star,
+ * gets the same one. Returns 0 or -ENOMEM.
+ */
+int psc_live_agree_decided(struct psc_live *l, uint32_t ctx, uint32_t seq,
+			   const int *world, int n, uint32_t flag,
+			   uint32_t next);
+
+/*
  * Whether world rank r is known dead here; its words (who saw it die,
  * and how) in words when it is.
  */

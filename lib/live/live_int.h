@@ -21,7 +21,7 @@
 
 enum {
 	F_HELLO = 1, F_BEAT, F_DEAD, F_BYE, F_ABORT, F_LEFT, F_CHAL, F_PROOF,
-	F_REVOKE, F_AGREE, F_DECIDE
+	F_REVOKE, F_AGREE, F_DECIDE, F_QUERY
 };
 
 #define HDR 8
@@ -200,9 +200,13 @@ void psc_live_reap(struct psc_live *l, const void *owner);
  * members' flags, largest next, failed members). A member keeps the last
  * decision per communicator and reports it to a new root (tell_known),
  * which adopts it, so a decision some rank returned never changes.
+ * Without failures the members decide on the fabric instead (an
+ * allreduce, psc_live_agree_decided): a root collecting a seq then sends
+ * QUERY(ctx, group, seq) to the members that did not contribute, and a
+ * member that decided it so reports its decision, which the root adopts.
  */
 
-/* Handle an F_AGREE or F_DECIDE frame from k. Lock held. */
+/* Handle an F_AGREE, F_DECIDE or F_QUERY frame from k. Lock held. */
 void psc_live_agree_frame(struct psc_live *l, struct link *k, int type,
 			  const uint8_t *pl, size_t plen);
 

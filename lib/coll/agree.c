@@ -1,0 +1,83 @@
+/*
+ * ps_comm_agree and ps_comm_shrink (contract in ps_comm.h; the model in
+ * doc/faults.md, "Recovery"). An agreement first tries the fabric: one
+ * allreduce that takes the minimum of each flag bit (their AND) and of
+ * the negated next free context ids (their maximum). A rank that
+ * completes it knows every rank sent its flag, and records the decision
+ * with the liveness monitor; a rank whose allreduce fails (a death, a
+ * revoke), or that starts on a failed communicator, goes through the
+ * liveness star instead, whose root asks the others for a decision they
+ * made on the fabric before it decides anything, so every rank gets the
+ * same one (comm/view.h, live/live.h).
+ */
+#include <stdlib.h>
+
+#include "comm/view.h"
+#include "util/util.h"
+
+#define BITS 32
+
+/*
+ * This rank's next agreement on c: flag and next in and out, c's agreed
+ * failed set updated. Returns a PS_COMM_ERR_* value.
+ */
+static int agree(struct ps_comm *c, uint32_t *flag, uint32_t *next,
+		 const char *what)
+{
+	uint32_t seq = psc_comm_agree_seq(c);
+	int32_t v[BITS + 1];
+	uint32_t f = 0;
+
+	if (seq == 0)
+		return PS_COMM_ERR_NOTSUP;
+	if (psc_comm_size(c) == 1)
+		return 0;
+	if (psc_comm_failed(c))
+		return psc_comm_agree_star(c, seq, flag, next, what);
+	for (int b = 0; b < BITS; b++)
+		v[b] = (int32_t)((*flag >> b) & 1);
+	v[BITS] = -(int32_t)*next;
+	if (ps_comm_allreduce(c, PS_COMM_IN_PLACE, v, BITS + 1, PS_COMM_INT32,
+			      PS_COMM_MIN) != 0)
+		return psc_comm_agree_star(c, seq, flag, next, what);
+	for (int b = 0; b < BITS; b++)
+		f |= (uint32_t)(v[b] & 1) << b;
+	*flag = f;
+	*next = (uint32_t)-v[BITS];
+	return psc_comm_agree_decided(c, seq, f, *next);
+}
+
+int ps_comm_agree(ps_comm_t c, int *flag)
+{
+	uint32_t f, next = 0;
+	int rc;
+
+	if (!psc_comm_valid(c) || !flag)
+		return PS_COMM_ERR_ARG;
+	f = (uint32_t)*flag;
+	rc = agree(c, &f, &next, "ps_comm_agree");
+	if (rc == 0)
+		*flag = (int)f;
+	return rc;
+}
+
+int ps_comm_shrink(ps_comm_t c, ps_comm_t *newcomm)
+{
+	uint32_t flag = ~0u, ctx = psc_p2p_ctx_next();
+	uint32_t limit = 1u << PSC_TAG_CTX_BITS;
+	int rc;
+
+	if (!psc_comm_valid(c) || !newcomm)
+		return PS_COMM_ERR_ARG;
+	*newcomm = NULL;
+	rc = agree(c, &flag, &ctx, "ps_comm_shrink");
+	if (rc)
+		return rc;
+	if (ctx >= limit) {
+		psc_comm_set_error(c, "ps_comm_shrink: all %u context ids are "
+				   "used", limit);
+		return PS_COMM_ERR_NOMEM;
+	}
+	psc_p2p_ctx_reserve(ctx);
+	return psc_comm_shrink_to(c, ctx, newcomm);
+}
