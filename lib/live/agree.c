@@ -184,7 +184,7 @@ static void check_one(struct psc_live *l, struct agreement *a)
 	uint8_t failed[FRAME_MAX];
 	int alive = 0;
 
-	memset(failed, 0, nbytes(l));
+	memset(failed, 0, sizeof(failed));
 	for (int r = 0; r < l->cfg.size; r++) {
 		enum peer_state st = l->peers[r].state;
 		bool sent = a->got_seq && a->got_seq[r] == s;

@@ -151,6 +151,15 @@ have_provider() {
 		'$1 == p || index($1, p ";") == 1 {f = 1} END {exit !f}'
 }
 
+# absent NAME PROVIDER: when PROVIDER (not a nodes:P layout) does not
+# exist here, report NAME skipped and succeed.
+absent() {
+	case $2 in nodes:*) return 1 ;; esac
+	have_provider "$2" && return 1
+	skip "$1: provider $2 not present"
+	return 0
+}
+
 # run_ranks NAME N PROVIDER TIMEOUT PROG [ARGS...]: one check. A
 # PROVIDER of nodes:P runs node-aware instead: FI_PROVIDER unset, and the
 # ranks split into nodes of P (tests/mp/node_id.sh), so shm serves inside
@@ -159,14 +168,7 @@ have_provider() {
 run_ranks() {
 	_rr_name=$1 _rr_n=$2 _rr_prov=$3 _rr_tmo=$4
 	shift 4
-	case $_rr_prov in
-	nodes:*) ;;
-	*)
-		if ! have_provider "$_rr_prov"; then
-			skip "$_rr_name: provider $_rr_prov not present"
-			return
-		fi ;;
-	esac
+	absent "$_rr_name" "$_rr_prov" && return
 	log=$(mktemp)
 	start=$(date +%s)
 	case $_rr_prov in

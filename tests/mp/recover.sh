@@ -39,14 +39,7 @@ launch() {
 elastic_case() {
 	name=$1 n=$2 prov=$3 members=$4
 	shift 4
-	case $prov in
-	nodes:*) ;;
-	*)
-		if ! have_provider "$prov"; then
-			skip "$name: provider $prov not present"
-			return
-		fi ;;
-	esac
+	absent "$name" "$prov" && return
 	log=$(mktemp)
 	rep=1
 	while [ $rep -le "$reps" ]; do
