@@ -192,8 +192,10 @@ PS_COMM_API int ps_comm_failed_ranks(ps_comm_t comm, ps_comm_failure_t *failed,
  * marked agreed by ps_comm_failed_ranks afterwards), even when ranks,
  * rank 0 included, die during the call: a rank that dies is counted
  * failed and never waited for. Works on a failed or revoked
- * communicator (it runs over the liveness links, not the fabric), so it
- * returns 0 after failures too: they are in the failed set. Calls on
+ * communicator (it then runs over the liveness links, not the fabric),
+ * so it returns 0 after failures too: they are in the failed set; a
+ * rank that finds comm failed revokes it, so that no rank waits for it
+ * on the fabric. Calls on
  * one communicator must come in the same order on every rank, one at a
  * time, like collectives. Blocks until decided, up to
  * PS_COMM_OP_TIMEOUT when set (PS_COMM_ERR_TIMEOUT). Errors:

@@ -5,8 +5,8 @@
  * the negated next free context ids (their maximum). A rank that
  * completes it knows every rank sent its flag, and records the decision
  * with the liveness monitor; a rank whose allreduce fails (a death, a
- * revoke), or that starts on a failed communicator, goes through the
- * liveness star instead, whose root asks the others for a decision they
+ * revoke), or that starts on a failed communicator, revokes it and goes
+ * through the liveness star instead, whose root asks the others for a decision they
  * made on the fabric before it decides anything, so every rank gets the
  * same one (comm/view.h, live/live.h).
  */
@@ -32,14 +32,22 @@ static int agree(struct ps_comm *c, uint32_t *flag, uint32_t *next,
 		return PS_COMM_ERR_NOTSUP;
 	if (psc_comm_size(c) == 1)
 		return 0;
-	if (psc_comm_failed(c))
-		return psc_comm_agree_star(c, seq, flag, next, what);
 	for (int b = 0; b < BITS; b++)
 		v[b] = (int32_t)((*flag >> b) & 1);
 	v[BITS] = -(int32_t)*next;
-	if (ps_comm_allreduce(c, PS_COMM_IN_PLACE, v, BITS + 1, PS_COMM_INT32,
-			      PS_COMM_MIN) != 0)
+	/*
+	 * A rank that cannot complete the allreduce (c failed here, or the
+	 * allreduce did) revokes c first: a failure only it saw (a
+	 * provider's error, PS_COMM_OP_TIMEOUT) must not leave the others
+	 * waiting for it in their allreduce while it waits for them at the
+	 * root.
+	 */
+	if (psc_comm_failed(c) ||
+	    ps_comm_allreduce(c, PS_COMM_IN_PLACE, v, BITS + 1, PS_COMM_INT32,
+			      PS_COMM_MIN) != 0) {
+		ps_comm_revoke(c);
 		return psc_comm_agree_star(c, seq, flag, next, what);
+	}
 	for (int b = 0; b < BITS; b++)
 		f |= (uint32_t)(v[b] & 1) << b;
 	*flag = f;
