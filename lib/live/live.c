@@ -563,6 +563,7 @@ static void rejoin(struct psc_live *l)
 	double end = psc_now() + l->cfg.timeout;
 	unsigned step = 0;
 	char err[FRAME_MAX - 32], w[FRAME_MAX];
+	bool gone, again;
 
 	l->rejoin = -1;
 	pthread_mutex_unlock(&l->lock);
@@ -576,19 +577,13 @@ static void rejoin(struct psc_live *l)
 		rc = psc_live_handshake(l, target,
 					PSC_MIN(end, psc_now() + REJOIN_TRY_S),
 					&fd, err, sizeof(err));
-		if (rc && exited(l->peers[target].pidfd)) {
-			snprintf(err, sizeof(err), "rank %d (host %s, pid %d) "
-				 "died: its process exited", target,
-				 l->peers[target].host, l->peers[target].pid);
-			break;
-		}
-		if (rc && rc != -EACCES && rc != -ECONNREFUSED &&
-		    psc_now() < end &&
-		    !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE))
+		gone = rc && exited(l->peers[target].pidfd);
+		again = rc && !gone && rc != -EACCES && rc != -ECONNREFUSED &&
+			psc_now() < end &&
+			!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
+		if (again)
 			psc_backoff_sleep(0.02, 0.2, step++, false, end);
-	} while (rc && rc != -EACCES && rc != -ECONNREFUSED &&
-		 psc_now() < end &&
-		 !__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE));
+	} while (again);
 	pthread_mutex_lock(&l->lock);
 	if (l->stop || l->left || l->root != target) {
 		if (fd >= 0)
@@ -598,6 +593,10 @@ static void rejoin(struct psc_live *l)
 	if (rc == 0 && psc_live_link_root(l, target, fd)) {
 		psc_log(PSC_LOG_INFO, l->cfg.rank, "liveness: joined rank %d, "
 			"the new root", target);
+		return;
+	}
+	if (gone) {
+		psc_live_peer_died(l, target, "died: its process exited");
 		return;
 	}
 	snprintf(w, sizeof(w), "%s, seen by rank %d", err, l->cfg.rank);
