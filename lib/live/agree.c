@@ -128,7 +128,27 @@ static struct agreement *slot_of(struct psc_live *l, uint32_t ctx,
 	return a;
 }
 
-/* Send one AGREE or DECIDE frame over k. */
+/*
+ * The slot of the communicator with context ctx whose n ranks are world
+ * ranks world[i] (its group: the lowest of them), created if needed,
+ * with them as its members. NULL as slot_of.
+ */
+static struct agreement *member_slot(struct psc_live *l, uint32_t ctx,
+				     const int *world, int n)
+{
+	struct agreement *a;
+	int group = l->cfg.size;
+
+	for (int i = 0; i < n; i++)
+		group = PSC_MIN(group, world[i]);
+	if (!(a = slot_of(l, ctx, (uint32_t)group, true)))
+		return NULL;
+	for (int i = 0; i < n; i++)
+		set_bit(a->members, world[i]);
+	return a;
+}
+
+/* Send one AGREE, DECIDE or QUERY frame over k. */
 static void send_one(struct psc_live *l, struct link *k, int type,
 		     const struct agreement *a, uint32_t seq, uint32_t flag,
 		     uint32_t next, const uint8_t *map)
@@ -382,7 +402,7 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 {
 	struct agreement *a;
 	struct link *k;
-	int rc = 0, group = l->cfg.size;
+	int rc = 0;
 
 	if (l->cfg.size > PSC_LIVE_AGREE_RANKS) {
 		snprintf(err, len, "agreement: the world has %d ranks, more "
@@ -390,17 +410,13 @@ int psc_live_agree(struct psc_live *l, uint32_t ctx, uint32_t seq,
 			 PSC_LIVE_AGREE_RANKS);
 		return -EOPNOTSUPP;
 	}
-	for (int i = 0; i < n; i++)
-		group = PSC_MIN(group, world[i]);
 	pthread_mutex_lock(&l->lock);
-	if (!(a = slot_of(l, ctx, (uint32_t)group, true))) {
+	if (!(a = member_slot(l, ctx, world, n))) {
 		pthread_mutex_unlock(&l->lock);
 		snprintf(err, len, "agreement: out of memory, or %d "
 			 "agreements already in progress", AGREE_MAX);
 		return -ENOMEM;
 	}
-	for (int i = 0; i < n; i++)
-		set_bit(a->members, world[i]);
 	a->mine = true;
 	a->my_seq = seq;
 	a->my_flag = *flag;
@@ -439,18 +455,13 @@ int psc_live_agree_decided(struct psc_live *l, uint32_t ctx, uint32_t seq,
 	uint8_t none[FRAME_MAX];
 	struct agreement *a;
 	struct link *k;
-	int group = l->cfg.size;
 
-	for (int i = 0; i < n; i++)
-		group = PSC_MIN(group, world[i]);
 	memset(none, 0, sizeof(none));
 	pthread_mutex_lock(&l->lock);
-	if (!(a = slot_of(l, ctx, (uint32_t)group, true))) {
+	if (!(a = member_slot(l, ctx, world, n))) {
 		pthread_mutex_unlock(&l->lock);
 		return -ENOMEM;
 	}
-	for (int i = 0; i < n; i++)
-		set_bit(a->members, world[i]);
 	/* At the root, members that went to the star get it now. */
 	decide(l, a, seq, flag, next, none);
 	/* The root asked while this rank was still in the allreduce. */
