@@ -257,7 +257,7 @@ int ps_comm_finalize(ps_comm_t c)
 	if (!psc_comm_ok(c))
 		return PS_COMM_ERR_ARG;
 	ep = c->ch.ep;
-	failed = c->ch.aborted || psc_ep_owner_failed(ep, &c->ch, NULL, 0);
+	failed = psc_comm_failed(c);
 	if (!failed && c->ch.size > 1) {
 		rc = finalize_barrier(c, psc_comm_op_deadline(c));
 		rc = rc ? psc_comm_failure(c, rc) : 0;
