@@ -72,20 +72,13 @@ int ps_comm_agree(ps_comm_t c, int *flag)
 int ps_comm_shrink(ps_comm_t c, ps_comm_t *newcomm)
 {
 	uint32_t flag = ~0u, ctx = psc_p2p_ctx_next();
-	uint32_t limit = 1u << PSC_TAG_CTX_BITS;
 	int rc;
 
 	if (!psc_comm_valid(c) || !newcomm)
 		return PS_COMM_ERR_ARG;
 	*newcomm = NULL;
 	rc = agree(c, &flag, &ctx, "ps_comm_shrink");
-	if (rc)
-		return rc;
-	if (ctx >= limit) {
-		psc_comm_set_error(c, "ps_comm_shrink: all %u context ids are "
-				   "used", limit);
-		return PS_COMM_ERR_NOMEM;
-	}
-	psc_p2p_ctx_reserve(ctx);
-	return psc_comm_shrink_to(c, ctx, newcomm);
+	if (!rc)
+		rc = psc_comm_take_ctx(c, ctx, "ps_comm_shrink");
+	return rc ? rc : psc_comm_shrink_to(c, ctx, newcomm);
 }

@@ -28,7 +28,7 @@ static int by_key(const void *x, const void *y)
 int ps_comm_split(ps_comm_t parent, int color, int key, ps_comm_t *newcomm)
 {
 	struct member mine, *all;
-	uint32_t ctx = 0, limit = 1u << PSC_TAG_CTX_BITS;
+	uint32_t ctx = 0;
 	int n = 0, me = -1, rc, *ranks;
 
 	if (!psc_comm_valid(parent) || !newcomm || color < PS_COMM_UNDEFINED)
@@ -50,13 +50,9 @@ int ps_comm_split(ps_comm_t parent, int color, int key, ps_comm_t *newcomm)
 		goto out;
 	for (int i = 0; i < psc_comm_size(parent); i++)
 		ctx = PSC_MAX(ctx, (uint32_t)all[i].ctx);
-	if (ctx >= limit) {
-		psc_comm_set_error(parent, "split: all %u context ids are used",
-				   limit);
-		rc = PS_COMM_ERR_NOMEM;
+	rc = psc_comm_take_ctx(parent, ctx, "split");
+	if (rc)
 		goto out;
-	}
-	psc_p2p_ctx_reserve(ctx);
 	if (color == PS_COMM_UNDEFINED)
 		goto out;
 	for (int i = 0; i < psc_comm_size(parent); i++)

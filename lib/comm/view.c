@@ -52,3 +52,16 @@ int psc_comm_await(struct ps_comm *c, ps_comm_request_t *req,
 {
 	return psc_comm_wait(c, req, status, deadline, what);
 }
+
+int psc_comm_take_ctx(struct ps_comm *c, uint32_t ctx, const char *what)
+{
+	uint32_t limit = 1u << PSC_TAG_CTX_BITS;
+
+	if (ctx >= limit) {
+		psc_comm_set_error(c, "%s: all %u context ids are used", what,
+				   limit);
+		return PS_COMM_ERR_NOMEM;
+	}
+	psc_p2p_ctx_reserve(ctx);
+	return 0;
+}

@@ -68,6 +68,14 @@ int psc_comm_failure(struct ps_comm *c, int rc);
 double psc_comm_op_deadline(const struct ps_comm *c);
 
 
+/*
+ * Take context id ctx, agreed among c's ranks for a new communicator
+ * (the largest of their psc_p2p_ctx_next), so that later communicators
+ * get ids past it: 0, or PS_COMM_ERR_NOMEM with c's error set, headed by
+ * what, when every id is used.
+ */
+int psc_comm_take_ctx(struct ps_comm *c, uint32_t ctx, const char *what);
+
 /* psc_comm_wait (comm/comm.h), out of line. */
 int psc_comm_await(struct ps_comm *c, ps_comm_request_t *req,
 		   ps_comm_status_t *status, double deadline, const char *what);
