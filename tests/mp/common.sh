@@ -160,26 +160,38 @@ absent() {
 	return 0
 }
 
-# run_ranks NAME N PROVIDER TIMEOUT PROG [ARGS...]: one check. A
-# PROVIDER of nodes:P runs node-aware instead: FI_PROVIDER unset, and the
-# ranks split into nodes of P (tests/mp/node_id.sh), so shm serves inside
-# a node and tcp between them. Its variables are _rr_-prefixed: sh has
-# no locals, and callers loop over prov, name and n themselves.
+# launch_ranks N PROVIDER OPTS PROG [ARGS...]: run PROG on N ranks under
+# the launcher with its options OPTS (words: "--timeout 60"), on
+# PROVIDER; a PROVIDER of nodes:P runs node-aware instead: FI_PROVIDER
+# unset, and the ranks split into nodes of P (tests/mp/node_id.sh), so
+# shm serves inside a node and tcp between them. The launcher's status.
+launch_ranks() {
+	_lr_n=$1 _lr_p=$2 _lr_opts=$3
+	shift 3
+	case $_lr_p in
+	nodes:*)
+		# shellcheck disable=SC2086
+		(unset FI_PROVIDER; PSC_TEST_PPN=${_lr_p#nodes:} \
+			"$RUN" -n "$_lr_n" $_lr_opts -- \
+			"${srcdir:-.}/tests/mp/node_id.sh" "$@") ;;
+	*)
+		# shellcheck disable=SC2086
+		"$RUN" -n "$_lr_n" --provider "$(fab "$_lr_p")" $_lr_opts -- \
+			"$@" ;;
+	esac
+}
+
+# run_ranks NAME N PROVIDER TIMEOUT PROG [ARGS...]: one check, run by
+# launch_ranks. Its variables are _rr_-prefixed: sh has no locals, and
+# callers loop over prov, name and n themselves.
 run_ranks() {
 	_rr_name=$1 _rr_n=$2 _rr_prov=$3 _rr_tmo=$4
 	shift 4
 	absent "$_rr_name" "$_rr_prov" && return
 	log=$(mktemp)
 	start=$(date +%s)
-	case $_rr_prov in
-	nodes:*)
-		(unset FI_PROVIDER; PSC_TEST_PPN=${_rr_prov#nodes:} \
-			"$RUN" -n "$_rr_n" --timeout "$_rr_tmo" -- \
-			"${srcdir:-.}/tests/mp/node_id.sh" "$@") >"$log" 2>&1 ;;
-	*)
-		"$RUN" -n "$_rr_n" --provider "$(fab "$_rr_prov")" \
-			--timeout "$_rr_tmo" -- "$@" >"$log" 2>&1 ;;
-	esac
+	launch_ranks "$_rr_n" "$_rr_prov" "--timeout $_rr_tmo" "$@" \
+		>"$log" 2>&1
 	rc=$?
 	secs=$(($(date +%s) - start))
 	# Absence was decided above: a provider fi_info lists that fails

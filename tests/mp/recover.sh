@@ -15,22 +15,13 @@ reps=${PSC_RECOVER_REPS:-1}
 steps=20
 want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
-# launch N PROV LOG ARGS...: run elastic on N ranks of PROV (nodes:P: P
-# ranks per node, shm inside nodes and tcp between them), survivors
-# given time to finish after the first death.
+# launch N PROV LOG ARGS...: run elastic on N ranks of PROV (nodes:P as
+# launch_ranks), survivors given time to finish after the first death.
 launch() {
 	_n=$1 _p=$2 _log=$3
 	shift 3
-	case $_p in
-	nodes:*)
-		(unset FI_PROVIDER; PSC_TEST_PPN=${_p#nodes:} \
-			"$RUN" -n "$_n" --grace 120 --timeout 120 -- \
-			"${srcdir:-.}/tests/mp/node_id.sh" "$EL" -s $steps \
-			"$@") >"$_log" 2>&1 ;;
-	*)
-		"$RUN" -n "$_n" --provider "$(fab "$_p")" --grace 120 \
-			--timeout 120 -- "$EL" -s $steps "$@" >"$_log" 2>&1 ;;
-	esac
+	launch_ranks "$_n" "$_p" "--grace 120 --timeout 120" "$EL" -s $steps \
+		"$@" >"$_log" 2>&1
 }
 
 # elastic_case NAME N PROV SURVIVORS ARGS...: SURVIVORS are the starting
