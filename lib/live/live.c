@@ -563,7 +563,7 @@ static void rejoin(struct psc_live *l)
 	double end = psc_now() + l->cfg.timeout;
 	unsigned step = 0;
 	char err[FRAME_MAX - 32], w[FRAME_MAX];
-	bool gone, again;
+	bool exit_seen, again;
 
 	l->rejoin = -1;
 	pthread_mutex_unlock(&l->lock);
@@ -577,9 +577,9 @@ static void rejoin(struct psc_live *l)
 		rc = psc_live_handshake(l, target,
 					PSC_MIN(end, psc_now() + REJOIN_TRY_S),
 					&fd, err, sizeof(err));
-		gone = rc && exited(l->peers[target].pidfd);
-		again = rc && !gone && rc != -EACCES && rc != -ECONNREFUSED &&
-			psc_now() < end &&
+		exit_seen = rc && exited(l->peers[target].pidfd);
+		again = rc && !exit_seen && rc != -EACCES &&
+			rc != -ECONNREFUSED && psc_now() < end &&
 			!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE);
 		if (again)
 			psc_backoff_sleep(0.02, 0.2, step++, false, end);
@@ -595,7 +595,7 @@ static void rejoin(struct psc_live *l)
 			"the new root", target);
 		return;
 	}
-	if (gone) {
+	if (exit_seen) {
 		psc_live_peer_died(l, target, "died: its process exited");
 		return;
 	}
