@@ -68,7 +68,7 @@ bool psc_live_send(struct link *k, int type, int rank, const void *pl,
 		       size_t plen)
 {
 	uint8_t f[HDR + FRAME_MAX];
-	ssize_t n;
+	int rc;
 
 	plen = PSC_MIN(plen, (size_t)FRAME_MAX);
 	f[0] = (uint8_t)type;
@@ -80,22 +80,15 @@ bool psc_live_send(struct link *k, int type, int rank, const void *pl,
 		/* cppcheck-suppress nullPointer */
 		memcpy(f + HDR, pl, plen);
 	if (k->lc) {
-		int rc = psc_lsn_send(k->lc, f, HDR + plen);
-
+		rc = psc_lsn_send(k->lc, f, HDR + plen);
 		if (rc == 0 || rc == -EAGAIN)
 			k->last_tx = psc_now();
 		return rc == 0 || rc == -EAGAIN;
 	}
-	n = send(k->fd, f, HDR + plen, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (n >= 0 || errno == EAGAIN || errno == EWOULDBLOCK) {
-		/* A partial frame would garble the stream: a full buffer
-		 * this far means the peer reads nothing, so it is lost. */
-		if (n >= 0 && (size_t)n != HDR + plen)
-			return false;
+	rc = psc_outq_send(&k->out, k->fd, f, HDR + plen);
+	if (rc == 0 || rc == -ENOBUFS)
 		k->last_tx = psc_now();
-		return true;
-	}
-	return false;
+	return rc == 0 || rc == -ENOBUFS;
 }
 
 struct link *psc_live_link_of(struct psc_live *l, int rank)
@@ -273,6 +266,7 @@ static void close_link(struct link *k)
 		psc_lsn_close(k->lc);
 	else if (k->fd >= 0)
 		close(k->fd);
+	psc_outq_free(&k->out);
 	k->lc = NULL;
 	k->fd = -1;
 	k->rank = -1;
@@ -872,8 +866,11 @@ static int pollset(struct psc_live *l, struct pollfd **pf, int **who,
 		(*who)[n++] = -2;
 	for (int i = 0; i < l->nlinks; i++)
 		if (!l->links[i].lc) {
-			(*pf)[n] = (struct pollfd){.fd = l->links[i].fd,
-						   .events = POLLIN};
+			bool out = psc_outq_pending(&l->links[i].out);
+
+			(*pf)[n] = (struct pollfd){
+				.fd = l->links[i].fd,
+				.events = (short)(POLLIN | (out ? POLLOUT : 0))};
 			(*who)[n++] = i;
 		}
 	/* A suspect's pidfd fired already: rank 0's verdict decides. */
@@ -897,9 +894,17 @@ static void pollin(struct psc_live *l, const struct pollfd *p, int who)
 		while (read(l->wake[0], buf, sizeof(buf)) > 0)
 			;
 	} else if (who >= 0 && who < l->maxlinks) {
+		struct link *k = &l->links[who];
+
 		/* Closed meanwhile: its slot says fd -1. */
-		if (l->links[who].fd == p->fd)
-			link_read(l, &l->links[who]);
+		if (k->fd != p->fd)
+			return;
+		if ((p->revents & POLLOUT) &&
+		    psc_outq_flush(&k->out, k->fd) != 0)
+			link_lost(l, k, "died or is unreachable: its liveness "
+				  "connection broke");
+		else if (p->revents & ~POLLOUT)
+			link_read(l, k);
 	} else if (who >= l->maxlinks && l->peers[r].pidfd == p->fd) {
 		if (l->peers[r].state == P_DEAD)
 			gone(l, r);

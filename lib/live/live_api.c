@@ -241,8 +241,9 @@ int psc_live_handshake(struct psc_live *l, int target, double deadline,
 	psc_live_bind(bind, l->cfg.rank, l->cfg.size);
 	psc_auth_client_hello(&hs, &l->key, PSC_AUTH_LIVE, bind, sizeof(bind),
 			      hello_pl);
+	/* A fresh socket takes these few bytes whole, or it is broken. */
 	rc = psc_live_send(&k, F_HELLO, l->cfg.rank, hello_pl,
-			   sizeof(hello_pl))
+			   sizeof(hello_pl)) && !psc_outq_pending(&k.out)
 		     ? psc_read_full(fd, f, HDR, deadline)
 		     : -ECONNRESET;
 	if (rc == 0 && (f[0] != F_CHAL ||
@@ -255,12 +256,15 @@ int psc_live_handshake(struct psc_live *l, int target, double deadline,
 		snprintf(err, len, "rank %d's liveness monitor at %s did not "
 			 "prove that it knows this job's PS_COMM_JOB_KEY",
 			 target, root->addr);
+		psc_outq_free(&k.out);
 		close(fd);
 		return -EACCES;
 	}
-	if (rc == 0 && !psc_live_send(&k, F_PROOF, l->cfg.rank, pf,
-				      sizeof(pf)))
+	if (rc == 0 && (!psc_live_send(&k, F_PROOF, l->cfg.rank, pf,
+				       sizeof(pf)) ||
+			psc_outq_pending(&k.out)))
 		rc = -ECONNRESET;
+	psc_outq_free(&k.out);
 	if (rc) {
 		snprintf(err, len, "rank %d (host %s, pid %d) died: its "
 			 "liveness connection closed during the handshake "
@@ -566,8 +570,10 @@ void psc_live_release(struct psc_live *l)
 		pthread_join(l->thread, NULL);
 	}
 	for (int i = 0; i < l->nlinks; i++)
-		if (!l->links[i].lc && l->links[i].fd >= 0)
+		if (!l->links[i].lc && l->links[i].fd >= 0) {
 			close(l->links[i].fd);
+			psc_outq_free(&l->links[i].out);
+		}
 	psc_lsn_free(l->lsn);
 	for (int r = 0; r < l->cfg.size; r++) {
 		if (l->peers[r].pidfd >= 0)

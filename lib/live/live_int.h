@@ -17,6 +17,7 @@
 #include "live/live.h"
 #include "net/auth.h"
 #include "net/listener.h"
+#include "net/outq.h"
 #include "net/net.h"
 
 enum {
@@ -62,6 +63,7 @@ struct link {
 	int rank;	      /* -1 once closed */
 	double since, last_rx, last_tx;
 	size_t inlen;
+	struct psc_outq out;  /* own socket: what it did not take yet */
 	bool reading;	      /* link_read is handling its frames */
 	uint8_t in[HDR + FRAME_MAX];
 };
@@ -120,7 +122,12 @@ struct psc_live {
 /* A link's socket: non-blocking, without Nagle's delay. Any lock. */
 void psc_live_link_setup(int fd);
 
-/* Send one frame without blocking; false when the link is broken. */
+/*
+ * Send one frame without blocking: what the socket does not take waits
+ * in the link's queue (or the listener's) for POLLOUT. False when the
+ * link is broken; a frame that finds the queue full (PSC_OUTQ_MAX: the
+ * peer has read nothing for that long) is dropped.
+ */
 bool psc_live_send(struct link *k, int type, int rank, const void *pl,
 		   size_t plen);
 

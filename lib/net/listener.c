@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "net/listener.h"
+#include "net/outq.h"
 #include "net/net.h"
 #include "util/log.h"
 #include "util/util.h"
@@ -44,6 +45,7 @@ struct psc_lsn_conn {
 	struct psc_auth_hs hs;
 	uint8_t *buf;	      /* small, or malloc'd once admitted */
 	size_t have, cap;
+	struct psc_outq out;  /* polled mode: what the socket did not take */
 	void *priv;
 	uint8_t *small;	      /* ops->pre_max bytes after priv */
 };
@@ -97,6 +99,7 @@ static void conn_shut(struct psc_lsn_conn *c)
 	if (c->fd >= 0)
 		close(c->fd);
 	c->fd = -1;
+	psc_outq_free(&c->out);
 }
 
 void psc_lsn_close(struct psc_lsn_conn *c)
@@ -146,10 +149,9 @@ int psc_lsn_send(struct psc_lsn_conn *c, const void *buf, size_t len)
 	if (c->l->cfg.send_s > 0)
 		return psc_write_full(c->fd, buf, len,
 				      psc_now() + c->l->cfg.send_s);
-	n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-	if (n < 0)
-		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
-	return (size_t)n == len ? 0 : -EPIPE;
+	/* What the socket does not take waits for POLLOUT (service). */
+	n = psc_outq_send(&c->out, c->fd, buf, len);
+	return n == -ENOBUFS ? -EAGAIN : (int)n;
 }
 
 /* Make room for a frame of need bytes; false when it cannot be. */
@@ -497,8 +499,12 @@ int psc_lsn_pollfds(struct psc_lsn *l, struct pollfd *pf, size_t max)
 						: -1,
 				  .events = POLLIN};
 	for (size_t i = 0; i < l->n && k < max; i++)
-		pf[k++] = (struct pollfd){.fd = l->conns[i]->fd,
-					  .events = POLLIN};
+		pf[k++] = (struct pollfd){
+			.fd = l->conns[i]->fd,
+			.events = (short)(POLLIN |
+					  (psc_outq_pending(&l->conns[i]->out)
+						   ? POLLOUT
+						   : 0))};
 	return (int)k;
 }
 
@@ -508,7 +514,12 @@ void psc_lsn_service(struct psc_lsn *l, const struct pollfd *pf, int n)
 	for (int i = 1; i < n && (size_t)i <= l->n; i++) {
 		struct psc_lsn_conn *c = l->conns[i - 1];
 
-		if (pf[i].revents && c->fd >= 0 && c->fd == pf[i].fd)
+		if (!pf[i].revents || c->fd < 0 || c->fd != pf[i].fd)
+			continue;
+		if ((pf[i].revents & POLLOUT) &&
+		    psc_outq_flush(&c->out, c->fd) != 0)
+			conn_lost(c, -EPIPE);
+		else if (pf[i].revents & ~POLLOUT)
 			psc_lsn_read(c);
 	}
 	if (n > 0 && pf[0].fd >= 0 && pf[0].revents)

@@ -202,10 +202,12 @@ void psc_lsn_service(struct psc_lsn *l, const struct pollfd *pf, int n);
 
 /*
  * Send len bytes to c (admitted, or a stranger from on_refuse): whole,
- * within cfg.send_s. With send_s 0 it never waits: -EAGAIN when the
- * socket buffer is full and nothing was written. Returns 0, -ENOTCONN
- * (closed), -EPIPE (only part was written: the stream is garbled) or
- * another negative errno. The caller decides whether to close.
+ * within cfg.send_s. With send_s 0 it never waits: what the socket
+ * buffer does not take is queued and sent as the socket drains
+ * (psc_lsn_service), up to PSC_OUTQ_MAX bytes; -EAGAIN when the queue is
+ * that full and nothing was sent. Returns 0, -ENOTCONN (closed), -EPIPE
+ * (the stream is garbled) or another negative errno. The caller decides
+ * whether to close.
  */
 int psc_lsn_send(struct psc_lsn_conn *c, const void *buf, size_t len);
 
