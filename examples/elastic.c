@@ -16,6 +16,15 @@
  * prints every membership change; every survivor prints its last line
  * with the final membership, so a test can compare them.
  *
+ * --grow N@S adds N ranks at step S (ps_comm_grow): every rank calls it
+ * when it has completed S steps, and N new processes, started with
+ * PS_COMM_JOIN set to where rank 0 serves the grow (PS_COMM_GROW_ROOT,
+ * else PS_COMM_ROOT) and the same arguments, join; rank 0 then hands
+ * them the step count and the members, and all carry on. A new process
+ * is named after the ranks the job started with: the first is the
+ * starting size, and so on. It may be started before the grow opens;
+ * it waits up to PS_COMM_TIMEOUT.
+ *
  * --fail R@S makes the process that started as rank R kill itself with
  * SIGKILL at step S: during the step's allreduce, after a random delay of
  * up to 2 ms, or at the latest before the next step; with @recovery
@@ -36,9 +45,15 @@
 #include "example.h"
 
 #define MAX_FAIL 64
+#define MAX_GROW 16
 
 struct fail {
 	int rank, step, in_recovery;
+};
+
+struct grow {
+	int n, step;
+	int done;	   /* this grow happened (or before this rank joined) */
 };
 
 struct opts {
@@ -46,13 +61,17 @@ struct opts {
 	int count;
 	int nfail;
 	struct fail fail[MAX_FAIL];
+	int ngrow;
+	struct grow grow[MAX_GROW];
 };
 
 struct ctx {
 	ps_comm_t comm;
 	int rank, size;	   /* in the current communicator */
-	int wrank;	   /* the rank this process started as */
-	int *members;	   /* current rank -> starting rank */
+	int wrank;	   /* the rank this process started as, or for a
+			      process that joined, its name (struct grow) */
+	int next_name;	   /* the name of the next process to join */
+	int *members;	   /* current rank -> starting rank or name */
 	int done;	   /* steps completed */
 	int64_t *send, *recv;
 	uint64_t errors;   /* wrong elements */
@@ -63,14 +82,19 @@ struct ctx {
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: elastic [-s STEPS] [-n COUNT] [--fail R@S[@recovery]]...\n"
+		"usage: elastic [-s STEPS] [-n COUNT] [--fail R@S[@recovery]]... "
+		"[--grow N@S]...\n"
 		"  -s STEPS   steps to complete (default 20)\n"
 		"  -n COUNT   int64 elements per allreduce (default 1024)\n"
 		"  --fail R@S the process started as rank R kills itself at step "
 		"S\n"
 		"             (during its allreduce; with @recovery, during the "
 		"first\n"
-		"             recovery after step S)\n");
+		"             recovery after step S)\n"
+		"  --grow N@S N new processes join at step S (start them with "
+		"the same\n"
+		"             arguments and PS_COMM_JOIN=host:port, where rank 0 "
+		"serves it)\n");
 }
 
 static void parse_fail(const struct ex_args *a, const char *v,
@@ -92,6 +116,22 @@ static void parse_fail(const struct ex_args *a, const char *v,
 	f->in_recovery = where[0] != 0;
 }
 
+static void parse_grow(const struct ex_args *a, const char *v,
+		       struct opts *o)
+{
+	char n[16], step[16];
+	struct grow *g;
+
+	if (o->ngrow == MAX_GROW)
+		ex_usage_error(a, "--grow %s: at most %d grows", v, MAX_GROW);
+	/* NOLINTNEXTLINE(cert-err34-c): the fields are parsed by ex_int. */
+	if (sscanf(v, "%15[0-9]@%15[0-9]", n, step) != 2)
+		ex_usage_error(a, "--grow %s: expected COUNT@STEP", v);
+	g = &o->grow[o->ngrow++];
+	g->n = ex_int(a, "--grow", n, 1, 1 << 20, "new ranks");
+	g->step = ex_int(a, "--grow", step, 0, 1 << 30, "step");
+}
+
 static void parse_opts(int argc, char **argv, struct opts *o)
 {
 	struct ex_args a;
@@ -109,6 +149,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 					  "elements");
 		else if ((v = ex_value(&a, "--fail")))
 			parse_fail(&a, v, o);
+		else if ((v = ex_value(&a, "--grow")))
+			parse_grow(&a, v, o);
 		else
 			ex_unknown(&a);
 	}
@@ -270,17 +312,75 @@ static int shrink(struct ctx *c)
 }
 
 /*
+ * After a grow, on every rank of c->comm: rank 0 hands out the step
+ * count, the membership changes so far, the old size, the next name and
+ * the old members; the new processes are named in rank order. A process
+ * that joined learns its name here.
+ */
+static int share_state(struct ctx *c, int joined)
+{
+	int64_t st[4] = {c->done, c->changes, c->size, c->next_name};
+	int old, size, *m;
+
+	TRY(ps_comm_bcast(c->comm, st, 4, PS_COMM_INT64, 0), c, "bcast");
+	old = (int)st[2];
+	ps_comm_size(c->comm, &size);
+	ps_comm_rank(c->comm, &c->rank);
+	m = realloc(c->members, (size_t)size * sizeof(*m));
+	if (!m)
+		return PS_COMM_ERR_NOMEM;
+	c->members = m;
+	TRY(ps_comm_bcast(c->comm, m, (size_t)old, PS_COMM_INT32, 0), c,
+	    "bcast");
+	for (int i = old; i < size; i++)
+		m[i] = (int)st[3] + i - old;
+	c->done = (int)st[0];
+	c->changes = (int)st[1] + 1;
+	c->next_name = (int)st[3] + size - old;
+	c->size = size;
+	if (joined)
+		c->wrank = m[c->rank];
+	if (c->rank == 0) {
+		printf("elastic: step %d: %d rank(s) joined; continuing with "
+		       "%d: ", c->done, size - old, c->size);
+		print_members(c, stdout);
+		printf("\n");
+		fflush(stdout);
+	}
+	return 0;
+}
+
+/* The grow due now, if any: ps_comm_grow, then share_state. */
+static int maybe_grow(struct ctx *c, struct opts *o)
+{
+	for (int i = 0; i < o->ngrow; i++) {
+		struct grow *g = &o->grow[i];
+		ps_comm_t old = c->comm, grown;
+
+		if (g->done || g->step != c->done)
+			continue;
+		TRY(ps_comm_grow(old, g->n, &grown), c, "grow");
+		g->done = 1;
+		c->comm = grown;
+		ps_comm_finalize(old);
+		TRY(share_state(c, 0), c, "grow");
+	}
+	return 0;
+}
+
+/*
  * Steps until every rank finished them all. A failed step starts a
  * recovery (revoke, agree, shrink); finishing starts the same agreement
  * without the revoke, so that a rank that finished joins the recovery
  * of ranks still in the last step.
  */
-static int run(struct ctx *c, const struct opts *o)
+static int run(struct ctx *c, struct opts *o)
 {
 	for (;;) {
 		int rc = 0, finished = 0;
 
 		if (c->done < o->steps) {
+			TRY(maybe_grow(c, o), c, "grow");
 			maybe_die(c, o, 0);
 			rc = step(c, o);
 			if (rc && rc != PS_COMM_ERR_PEER &&
@@ -326,7 +426,16 @@ int main(int argc, char **argv)
 	}
 	for (int m = 0; m < c.size; m++)
 		c.members[m] = m;
-	rc = run(&c, &o);
+	c.next_name = c.size;
+	rc = 0;
+	if (getenv("PS_COMM_JOIN") && *getenv("PS_COMM_JOIN")) {
+		/* Joined a grow: the grows up to here are done. */
+		rc = share_state(&c, 1);
+		for (int i = 0; i < o.ngrow; i++)
+			o.grow[i].done = o.grow[i].step <= c.done;
+	}
+	if (!rc)
+		rc = run(&c, &o);
 	if (rc) {
 		char detail[512];
 

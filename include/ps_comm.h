@@ -221,6 +221,28 @@ PS_COMM_API int ps_comm_agree(ps_comm_t comm, int *flag);
  */
 PS_COMM_API int ps_comm_shrink(ps_comm_t comm, ps_comm_t *newcomm);
 
+/*
+ * Grow a running job: a new communicator of comm's ranks, first and in
+ * their order, then n_new new processes, collective over comm (every
+ * rank passes the same n_new). A new process starts with
+ * PS_COMM_JOIN=host:port (and the job's PS_COMM_JOB_KEY) and calls
+ * ps_comm_init, which returns its place in *newcomm: rank comm's size
+ * and up, in the order the new processes proved the job key. Rank 0 of
+ * comm serves the join at PS_COMM_GROW_ROOT, else at PS_COMM_ROOT (or
+ * MASTER_ADDR:MASTER_PORT), which must be an address of its host; it
+ * authenticates every new process like a bootstrap (a stranger or a
+ * replayed join is refused, and the grow goes on without it). Blocks
+ * until every new process joined, up to PS_COMM_TIMEOUT. comm stays
+ * valid (finalize it); *newcomm has its own liveness monitor, so it is
+ * revoked, agreed on and shrunk like a world. Errors: PS_COMM_ERR_ARG
+ * (n_new < 1, or more ranks than pscomm's limit, or ranks that passed
+ * different n_new), PS_COMM_ERR_CONFIG (rank 0 has no address to serve
+ * at), PS_COMM_ERR_PEER or PS_COMM_ERR_REVOKED (comm failed: shrink it
+ * first), PS_COMM_ERR_TIMEOUT (the new processes did not all join), and
+ * the errors of ps_comm_init.
+ */
+PS_COMM_API int ps_comm_grow(ps_comm_t comm, int n_new, ps_comm_t *newcomm);
+
 PS_COMM_API int ps_comm_rank(ps_comm_t comm, int *rank);
 PS_COMM_API int ps_comm_size(ps_comm_t comm, int *size);
 /* The libfabric provider in use, e.g. "tcp;ofi_rxm". Owned by comm. */

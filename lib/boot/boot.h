@@ -69,6 +69,18 @@ struct psc_boot_plan {
 	 * this, and the caller passes it on to its other listeners.
 	 */
 	struct psc_auth_key key;
+	/*
+	 * ps_comm_grow, for a tcp rendezvous (store.h has the meaning of
+	 * each): rank 0 of the old ranks serves ranks grow_from and up to
+	 * the processes that join, each told grant; every old rank claims
+	 * the agreed generation gen (with fixed_gen).
+	 */
+	int grow_from;
+	uint32_t grant;
+	bool fixed_gen;
+	uint32_t gen;
+	/* psc_boot_join's rendezvous, which psc_boot_exchange goes on with. */
+	struct psc_store *joined;
 };
 
 /*
@@ -78,6 +90,19 @@ struct psc_boot_plan {
 int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 		  const ps_comm_attr_t *attr, int rank, int size, char *err,
 		  size_t len);
+
+/*
+ * A new process joins a running job's grow (ps_comm_grow) at the tcp
+ * rendezvous b->root (PS_COMM_JOIN): it proves the job key like any
+ * rank and gets its rank, the grown size and the grow's grant (its
+ * context id) into b. The rendezvous stays open for psc_boot_exchange;
+ * psc_boot_unjoin closes it if the bootstrap fails before that. Waits
+ * until the plan's timeout for a grow to open there. Returns 0, -EBADE
+ * (refused: no grow open there, every place taken, or another job or
+ * key) or another negative errno, with words in err.
+ */
+int psc_boot_join(struct psc_boot_plan *b, char *err, size_t len);
+void psc_boot_unjoin(struct psc_boot_plan *b);
 
 /*
  * Fill the parts of rec that the bootstrap owns (version, settings

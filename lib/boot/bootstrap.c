@@ -294,6 +294,10 @@ static int store_open(struct psc_store *s, struct psc_boot_plan *b)
 				 "MASTER_ADDR and MASTER_PORT)");
 			return -EINVAL;
 		}
+		s->grow_from = b->grow_from;
+		s->grant = b->grant;
+		s->fixed_gen = b->fixed_gen;
+		s->gen = b->gen;
 		return psc_store_tcp_open(s, b->root, b->params, &b->key);
 	}
 	if (strncmp(b->spec, "file:", 5) == 0)
@@ -366,6 +370,41 @@ int psc_boot_plan(struct psc_boot_plan *b, const struct psc_params *p,
 		return -EINVAL;
 	}
 	return pick_iface(b, err, len) ? -EINVAL : 0;
+}
+
+int psc_boot_join(struct psc_boot_plan *b, char *err, size_t len)
+{
+	struct psc_store *s = calloc(1, sizeof(*s));
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->rank = -1;
+	s->deadline = psc_now() + b->params->timeout;
+	psc_log(PSC_LOG_INFO, -1, "joining the grow at %s", b->root);
+	rc = psc_store_tcp_open(s, b->root, b->params, &b->key);
+	if (rc) {
+		snprintf(err, len, "joining the running job at PS_COMM_JOIN=%s "
+			 "failed: %s", b->root, s->err);
+		if (s->ops)
+			s->ops->close(s);
+		free(s);
+		return rc;
+	}
+	b->rank = s->rank;
+	b->size = s->size;
+	b->grant = s->grant;
+	b->joined = s;
+	return 0;
+}
+
+void psc_boot_unjoin(struct psc_boot_plan *b)
+{
+	if (!b->joined)
+		return;
+	b->joined->ops->close(b->joined);
+	free(b->joined);
+	b->joined = NULL;
 }
 
 /* Read, check and hand over every rank's record in rank order. */
@@ -604,7 +643,15 @@ int psc_boot_exchange(struct psc_boot_plan *b, struct psc_boot_vote *vote,
 	psc_log(PSC_LOG_INFO, b->rank, "bootstrap %s%s%s, %d ranks", b->spec,
 		strcmp(b->spec, "tcp") == 0 ? " at " : "",
 		strcmp(b->spec, "tcp") == 0 ? b->root : "", b->size);
-	rc = store_open(&s, b);
+	if (b->joined) {
+		/* psc_boot_join opened it: this exchange owns it now. */
+		s = *b->joined;
+		free(b->joined);
+		b->joined = NULL;
+		rc = 0;
+	} else {
+		rc = store_open(&s, b);
+	}
 	/* The key is known now (pmix may have made it). */
 	if (!rc && vote)
 		rc = vote_rounds(b, &s, vote);

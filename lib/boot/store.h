@@ -50,6 +50,20 @@ struct psc_store {
 	uint8_t session[PSC_AUTH_SESSION_LEN];
 	/* A key the backend made for a job that set none (pmix), or "". */
 	char made_key[PSC_AUTH_MADE_LEN + 1];
+	/*
+	 * tcp only, set before psc_store_tcp_open, for ps_comm_grow:
+	 * - rank -1 joins a grow: the root gives this process a rank, and
+	 *   the open fills rank, size and grant;
+	 * - grow_from > 0 (at rank 0): the root serves a grow, where the
+	 *   ranks from grow_from to size - 1 go to processes that join, in
+	 *   the order they prove the job key, each told grant;
+	 * - fixed_gen: every rank claims generation gen (agreed by the
+	 *   grow's old ranks), not this process's next one.
+	 */
+	int grow_from;
+	uint32_t grant;
+	bool fixed_gen;
+	uint32_t gen;
 	void *priv;
 };
 

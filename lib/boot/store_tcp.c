@@ -132,7 +132,10 @@ static int client_reply(struct psc_store *s, struct psc_wire_hdr *rh,
 		*rpay = NULL;
 		return rh->rank == REPLY_MISMATCH ? -EBADE : -ECONNABORTED;
 	}
-	if ((rh->job & GEN_MASK) != (t->job & GEN_MASK)) {
+	if (s->rank == JOIN_RANK && rh->type == PSC_WIRE_OK) {
+		/* Admitted to a grow: its generation is ours from now on. */
+		t->job = rh->job & GEN_MASK;
+	} else if ((rh->job & GEN_MASK) != (t->job & GEN_MASK)) {
 		free(*rpay);
 		*rpay = NULL;
 		snprintf(s->err, sizeof(s->err), "reply from the rendezvous "
@@ -265,6 +268,34 @@ static const struct psc_store_ops tcp_ops = {
 };
 
 /*
+ * A joiner's admission: its rank, the grown size and the grant (the
+ * grow's context id), checked as a stranger's words would be.
+ */
+static int take_grant(struct psc_store *s, const uint8_t *g, size_t len)
+{
+	struct tcp_store *t = s->priv;
+	int32_t rank, size;
+
+	if (!g || len != JOIN_GRANT_LEN) {
+		snprintf(s->err, sizeof(s->err), "the grow at %s answered the "
+			 "join with %zu bytes, not %d", t->root, len,
+			 JOIN_GRANT_LEN);
+		return -EPROTO;
+	}
+	rank = (int32_t)psc_be_get(g, 4);
+	size = (int32_t)psc_be_get(g + 4, 4);
+	if (size < 2 || rank < 1 || rank >= size) {
+		snprintf(s->err, sizeof(s->err), "the grow at %s gave this "
+			 "process rank %d of %d", t->root, rank, size);
+		return -EPROTO;
+	}
+	s->rank = rank;
+	s->size = size;
+	s->grant = (uint32_t)psc_be_get(g + 8, 4);
+	return 0;
+}
+
+/*
  * One attempt at joining on t->fd: HELLO, check the root's CHAL, PROOF.
  * Returns 0, -EAGAIN (the root serves another communicator: retry),
  * -EBADE (another job or key) or another negative errno, with s->err.
@@ -306,6 +337,8 @@ static int client_handshake(struct psc_store *s, const char *host)
 	if (rc)
 		return rc;
 	rc = client_call(s, PSC_WIRE_PROOF, proof, sizeof(proof), &rh, &rp);
+	if (rc == 0 && rh.type == PSC_WIRE_OK && s->rank == JOIN_RANK)
+		rc = take_grant(s, rp, rh.len);
 	free(rp);
 	if (rc == -EBADE && strstr(s->err, "authentication failed"))
 		snprintf(s->err, sizeof(s->err), "the rendezvous at %s refused "
@@ -402,7 +435,7 @@ int psc_store_tcp_open(struct psc_store *s, const char *root,
 	if (!t)
 		return -ENOMEM;
 	t->fd = -1;
-	t->job = next_generation();
+	t->job = s->fixed_gen ? s->gen & GEN_MASK : next_generation();
 	t->key = *key;
 	snprintf(t->root, sizeof(t->root), "%s", root);
 	s->ops = &tcp_ops;

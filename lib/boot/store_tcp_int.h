@@ -28,6 +28,13 @@ enum { REPLY_PLAIN = 0, REPLY_RETRY = -2, REPLY_MISMATCH = -3 };
 #define PRE_DEADLINE_S 5.0
 /* The binding of a store handshake: generation, rank, size. */
 #define BIND_LEN 12
+/*
+ * A process joining a grow claims rank JOIN_RANK and size 0; the root's
+ * OK to its PROOF carries JOIN_GRANT_LEN bytes: its rank, the grown
+ * size and the grow's grant (big-endian 32-bit each).
+ */
+#define JOIN_RANK (-1)
+#define JOIN_GRANT_LEN 12
 
 /* The binding of a store handshake (BIND_LEN bytes at b). */
 void psc_store_tcp_bind(uint8_t *b, uint64_t job, int32_t rank,

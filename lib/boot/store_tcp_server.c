@@ -65,6 +65,8 @@ struct psc_store_tcp_server {
 	struct psc_lsn *lsn;
 	int size;
 	uint64_t job;	     /* generation */
+	int grow_from;	     /* > 0: ranks from here on go to joiners */
+	uint32_t grant;	     /* told to each joiner */
 	double deadline;
 	double opened;	     /* when it started serving */
 	uint8_t session[PSC_AUTH_SESSION_LEN];
@@ -289,6 +291,47 @@ static int st_hello(void *arg, struct psc_lsn_conn *lc,
 	return 0;
 }
 
+/*
+ * A process that proved the job key asks to join a grow: it gets the
+ * lowest joiner's place no connection holds and none published in. It
+ * is told to come back when this rendezvous serves no grow (it may be
+ * the job's own bootstrap, or one that ended), and refused when every
+ * place is taken.
+ */
+static int admit_joiner(struct psc_store_tcp_server *sv, struct conn *c)
+{
+	uint8_t grant[JOIN_GRANT_LEN];
+	int r = sv->grow_from;
+
+	while (r > 0 && r < sv->size &&
+	       (sv->ranks[r].conn || sv->ranks[r].published))
+		r++;
+	if (!sv->grow_from) {
+		/* A bootstrap, not a grow: the joiner waits for one. */
+		server_reply(sv, c, PSC_WIRE_ERROR, REPLY_RETRY, NULL, 0);
+		return -EAGAIN;
+	}
+	if (r >= sv->size || sv->abort_reason[0]) {
+		conn_refuse(sv, c, REPLY_MISMATCH, sv->abort_reason[0]
+			    ? sv->abort_reason
+			    : "every new rank's place in this grow is taken");
+		return -EBADE;
+	}
+	c->rank = r;
+	c->size = sv->size;
+	c->job = sv->job;
+	c->admitted = true;
+	sv->ranks[r].conn = c;
+	psc_be_put(grant, (uint32_t)r, 4);
+	psc_be_put(grant + 4, (uint32_t)sv->size, 4);
+	psc_be_put(grant + 8, sv->grant, 4);
+	psc_log(PSC_LOG_INFO, 0, "rendezvous: a new process from %s (%s) "
+		"joins as rank %d of %d", psc_lsn_peer(c->lc), c->host, r,
+		sv->size);
+	server_reply(sv, c, PSC_WIRE_OK, REPLY_PLAIN, grant, sizeof(grant));
+	return 0;
+}
+
 /* ops.on_authenticated: one of ours, which may now hear details. */
 static int st_admit(void *arg, struct psc_lsn_conn *lc,
 		    const struct psc_lsn_frame *proof)
@@ -297,6 +340,8 @@ static int st_admit(void *arg, struct psc_lsn_conn *lc,
 	struct conn *c = psc_lsn_priv(lc);
 	char why[256];
 
+	if (c->rank == JOIN_RANK)
+		return admit_joiner(sv, c);
 	if (c->job != sv->job) {
 		/* A later communicator of the same job: it must wait. */
 		server_reply(sv, c, PSC_WIRE_ERROR, REPLY_RETRY, NULL, 0);
@@ -309,6 +354,9 @@ static int st_admit(void *arg, struct psc_lsn_conn *lc,
 	else if (c->rank < 0 || c->rank >= sv->size)
 		snprintf(why, sizeof(why), "rank %d out of range 0..%d",
 			 c->rank, sv->size - 1);
+	else if (sv->grow_from && c->rank >= sv->grow_from)
+		snprintf(why, sizeof(why), "rank %d is for a new process, "
+			 "which joins without a rank (PS_COMM_JOIN)", c->rank);
 	else if (sv->ranks[c->rank].conn)
 		snprintf(why, sizeof(why), "rank %d joined twice (already "
 			 "from %s)", c->rank,
@@ -565,6 +613,8 @@ int psc_store_tcp_serve(struct psc_store *s, struct sockaddr_storage *addr,
 	cfg.key = *key;
 	sv->size = s->size;
 	sv->job = job;
+	sv->grow_from = s->grow_from;
+	sv->grant = s->grant;
 	sv->deadline = s->deadline;
 	sv->opened = psc_now();
 	psc_auth_random(sv->session, sizeof(sv->session));

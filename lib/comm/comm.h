@@ -95,11 +95,26 @@ static inline int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
 int psc_comm_set_nodes(struct ps_comm *c, const int *raw);
 
 /*
+ * A grow's part in a bootstrap (ps_comm_grow): this old rank's place in
+ * the grown communicator of size ranks, where the old ranks end (the
+ * rest join), the context id the old ranks agreed on (the rendezvous
+ * hands it to the joiners too) and the rendezvous, served by rank 0.
+ */
+struct psc_comm_grow {
+	int rank, size, old_size;
+	uint32_t ctx;
+	const char *root;
+};
+
+/*
  * Bootstrap a world communicator into c (zeroed, params loaded): rank
  * and size, rendezvous, endpoint, address exchange and agreement checks.
- * Returns 0 or PS_COMM_ERR_* with c->last_error set.
+ * With grow, the grown communicator of a grow's old rank; with
+ * PS_COMM_JOIN set (and no grow), a new process's place in a running
+ * job's grow. Returns 0 or PS_COMM_ERR_* with c->last_error set.
  */
-int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr);
+int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr,
+		       const struct psc_comm_grow *grow);
 
 /*
  * Free c: stop watching it and forget its failure; the caller drops

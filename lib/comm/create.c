@@ -639,53 +639,97 @@ static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 	return rc;
 }
 
-int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
+/*
+ * A grow's bootstrap, or a joiner's, meets at the grow's rendezvous over
+ * tcp, in place of what attr or the environment say: ga is filled, and
+ * c gets the old rank's place (a joiner learns its own there).
+ */
+static void grow_attr(struct ps_comm *c, const struct psc_comm_grow *grow,
+		      const char *join, ps_comm_attr_t *ga)
 {
-	struct psc_boot_plan plan;
+	ps_comm_attr_init(ga);
+	ga->bootstrap = "tcp";
+	ga->root = grow ? grow->root : join;
+	c->ch.rank = grow ? grow->rank : -1;
+	c->ch.size = grow ? grow->size : -1;
+}
+
+/*
+ * The grow's part of the plan: rank 0 serves the joiners' places, every
+ * old rank claims the agreed generation; a joiner first joins, learning
+ * its rank, the size and the context id. c takes the context id.
+ * Returns 0 or a negative errno with words in err.
+ */
+static int grow_plan(struct ps_comm *c, const struct psc_comm_grow *grow,
+		     struct psc_boot_plan *plan, char *err, size_t len)
+{
+	int rc;
+
+	if (grow) {
+		plan->grow_from = grow->rank == 0 ? grow->old_size : 0;
+		plan->grant = grow->ctx;
+		plan->fixed_gen = true;
+		plan->gen = grow->ctx;
+		c->ch.ctx = grow->ctx;
+		return 0;
+	}
+	rc = psc_boot_join(plan, err, len);
+	if (rc)
+		return rc;
+	if (plan->grant >= 1u << PSC_EP_CTX_BITS ||
+	    plan->size > (1 << PSC_TAG_RANK_BITS)) {
+		snprintf(err, len, "the grow at PS_COMM_JOIN=%s handed out "
+			 "context id %u and size %d, beyond pscomm's limits",
+			 plan->root, plan->grant, plan->size);
+		return -EPROTO;
+	}
+	c->ch.rank = plan->rank;
+	c->ch.size = plan->size;
+	c->ch.ctx = plan->grant;
+	psc_ctx_reserve(plan->grant);
+	psc_log(PSC_LOG_INFO, c->ch.rank, "joined the running job at %s as "
+		"rank %d of %d", plan->root, c->ch.rank, c->ch.size);
+	return 0;
+}
+
+/*
+ * The bootstrap once planned: endpoints (keep_ctx: c has its context id
+ * already), the liveness monitor, the exchange and what follows it.
+ */
+static int boot_planned(struct ps_comm *c, struct psc_boot_plan *plan,
+			enum fabrics mode, bool keep_ctx)
+{
 	struct psc_fab_config cfg = {.params = &c->params,
 				     .role = PSC_ROLE_ANY};
 	struct psc_boot_record me;
-	struct boot_ctx b = {.c = c, .me = &me, .cfg = &cfg};
-	enum fabrics mode;
+	struct boot_ctx b = {.c = c, .me = &me, .cfg = &cfg, .mode = mode};
 	bool own_core = false;
 	char err[1024];
 	int rc, local = 0;
 
-	rc = check_start(c, attr);
-	if (!rc)
-		rc = rank_size(c, attr);
-	if (!rc)
-		rc = fabric_mode(c, &mode);
-	if (!rc)
-		rc = wait_policy(c, &cfg.poll_wait);
+	rc = wait_policy(c, &cfg.poll_wait);
 	if (rc)
 		return rc;
 	cfg.rank = c->ch.rank;
 	cfg.universe = c->ch.size;
-	if (psc_boot_plan(&plan, &c->params, attr, c->ch.rank, c->ch.size,
-			  err, sizeof(err))) {
-		psc_comm_set_error(c, "%s", err);
-		return PS_COMM_ERR_CONFIG;
-	}
-	cfg.iface = plan.have_iface ? &plan.iface : NULL;
+	cfg.iface = plan->have_iface ? &plan->iface : NULL;
 	c->ch.peers = calloc((size_t)c->ch.size, sizeof(*c->ch.peers));
 	if (!c->ch.peers)
 		return PS_COMM_ERR_NOMEM;
-	b.mode = mode;
-	rc = open_endpoints(c, mode, &cfg, &b.shm, false, err, sizeof(err));
+	rc = open_endpoints(c, mode, &cfg, &b.shm, keep_ctx, err, sizeof(err));
 	if (rc)
 		return psc_err_public(rc, PSC_ERR_OPEN);
 	if (mode == FAB_NODE && net_value(c) == NET_NONE)
 		snprintf(b.net_why, sizeof(b.net_why), "%s", err);
 	snprintf(c->provider, sizeof(c->provider), "%s",
 		 psc_ep_provider(c->ch.ep));
-	if (strcmp(plan.spec, "none") != 0 &&
-	    (rc = live_open(c, &plan, err, sizeof(err))) != 0) {
+	if (strcmp(plan->spec, "none") != 0 &&
+	    (rc = live_open(c, plan, err, sizeof(err))) != 0) {
 		psc_comm_set_error(c, "%s", err);
 		return psc_err_public(rc, PSC_ERR_LOCAL);
 	}
 	my_record(c, b.shm, &me);
-	rc = exchange(c, &plan, &b, &local, err, sizeof(err));
+	rc = exchange(c, plan, &b, &local, err, sizeof(err));
 	if (!rc)
 		rc = psc_comm_set_nodes(c, b.raw);
 	if (!rc)
@@ -697,10 +741,9 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	if (!rc)
 		warn_fell_back(c, &b);
 	if (!rc && c->live) {
-		psc_live_set_key(c->live, &plan.key);
+		psc_live_set_key(c->live, &plan->key);
 		rc = live_start(c, err, sizeof(err));
 	}
-	memset(&plan.key, 0, sizeof(plan.key));
 	if (rc && c->live) {
 		psc_live_release(c->live);
 		c->live = NULL;
@@ -716,6 +759,44 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr)
 	 */
 	spin_policy(c, b.same_host, own_core);
 	return 0;
+}
+
+int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr,
+		       const struct psc_comm_grow *grow)
+{
+	const char *join = !grow && *c->params.join ? c->params.join : NULL;
+	struct psc_boot_plan plan;
+	ps_comm_attr_t ga;
+	enum fabrics mode;
+	char err[1024];
+	int rc;
+
+	rc = check_start(c, attr);
+	if (!rc && (grow || join)) {
+		grow_attr(c, grow, join, &ga);
+		attr = &ga;
+	} else if (!rc) {
+		rc = rank_size(c, attr);
+	}
+	if (!rc)
+		rc = fabric_mode(c, &mode);
+	if (rc)
+		return rc;
+	if (psc_boot_plan(&plan, &c->params, attr, c->ch.rank, c->ch.size,
+			  err, sizeof(err))) {
+		psc_comm_set_error(c, "%s", err);
+		return PS_COMM_ERR_CONFIG;
+	}
+	if ((grow || join) &&
+	    (rc = grow_plan(c, grow, &plan, err, sizeof(err))) != 0) {
+		psc_comm_set_error(c, "%s", err);
+		rc = psc_err_public(rc, PSC_ERR_BOOT);
+	} else {
+		rc = boot_planned(c, &plan, mode, grow || join);
+	}
+	psc_boot_unjoin(&plan);
+	memset(&plan.key, 0, sizeof(plan.key));
+	return rc;
 }
 
 int psc_comm_set_nodes(struct ps_comm *c, const int *raw)

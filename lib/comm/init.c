@@ -184,7 +184,7 @@ int ps_comm_init(ps_comm_t *comm, const ps_comm_attr_t *attr)
 	c->op_timeout = c->params.op_timeout;
 	rc = check_fi_version(c);
 	if (!rc)
-		rc = psc_comm_bootstrap(c, attr);
+		rc = psc_comm_bootstrap(c, attr, NULL);
 	if (rc)
 		return init_fail(c, rc);
 	log_settings(c);

@@ -76,6 +76,19 @@ double psc_comm_op_deadline(const struct ps_comm *c);
  */
 int psc_comm_take_ctx(struct ps_comm *c, uint32_t ctx, const char *what);
 
+/*
+ * Grow, the communicator's side (lib/coll/grow.c has the public call).
+ * psc_comm_grow_root: where rank 0 of c serves a grow's rendezvous
+ * (PS_COMM_GROW_ROOT, else PS_COMM_ROOT, else MASTER_ADDR:MASTER_PORT)
+ * into root, or "" for none. psc_comm_grow_to: the communicator of c's
+ * ranks then n_new processes that join at root (from rank 0), under the
+ * agreed context id ctx, bootstrapped like a world, in *newcomm.
+ * Returns a PS_COMM_ERR_* value, with c's error set.
+ */
+void psc_comm_grow_root(const struct ps_comm *c, char *root, size_t len);
+int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
+		     uint32_t ctx, struct ps_comm **newcomm);
+
 /* psc_comm_wait (comm/comm.h), out of line. */
 int psc_comm_await(struct ps_comm *c, ps_comm_request_t *req,
 		   ps_comm_status_t *status, double deadline, const char *what);

@@ -435,6 +435,15 @@ void psc_shmring_accept(struct psc_ep *ep, const uint8_t *data, size_t len)
 	if (!rc)
 		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "mapped the message ring "
 			"%s of a node-local peer", (const char *)data);
+	else if (rc == -ENOENT)
+		/*
+		 * Gone: its sender closed before it wrote anything there
+		 * (psc_shmring_close), or died, which the liveness monitor
+		 * reports. Either way there is nothing to read.
+		 */
+		psc_log(PSC_LOG_DEBUG, ep->fab.rank, "the message ring %s of "
+			"a node-local peer is gone: it closed with the ring "
+			"empty, or died", (const char *)data);
 	else
 		psc_log(PSC_LOG_ERROR, ep->fab.rank, "shm: cannot map the "
 			"message ring %s of a node-local peer: %s; its "
