@@ -1,13 +1,15 @@
 #!/bin/sh
-# Recovery (ps_comm_revoke, ps_comm_agree, ps_comm_shrink) through
-# examples/elastic: ranks SIGKILL themselves during a step's allreduce
+# Recovery (ps_comm_revoke, ps_comm_agree, ps_comm_shrink) and growth
+# (ps_comm_grow) through examples/elastic: ranks SIGKILL themselves during a step's allreduce
 # (after a random delay of up to 2 ms) or during a recovery, inside
 # ps_comm_agree or ps_comm_shrink; rank 0, the liveness root, is among
 # them in some cases, and in others a whole node of ranks. Every survivor
 # must finish every step with exact results and state the same
 # membership: exactly the ranks not killed. A rank on this node that dies
 # on the shm provider leaves its queues unusable: shrink must say so on
-# every survivor, promptly. PSC_RECOVER_REPS repeats each case (1).
+# every survivor, promptly. New processes join a grow, mid-run or to
+# replace a killed rank, and must finish the same way.
+# PSC_RECOVER_REPS repeats each case (1).
 . "${srcdir:-.}/tests/mp/common.sh"
 EL=$top_builddir/examples/elastic
 providers=${PSC_TEST_PROVIDERS:-tcp net shm}
@@ -17,16 +19,55 @@ want() { case " $providers " in *" $1 "*) return 0 ;; esac; return 1; }
 
 # launch N PROV LOG ARGS...: run elastic on N ranks of PROV (nodes:P as
 # launch_ranks), survivors given time to finish after the first death.
+# N of the form R+J starts R ranks and J new processes that join a grow
+# (launch_joined).
 launch() {
 	_n=$1 _p=$2 _log=$3
 	shift 3
+	case $_n in
+	*+*) launch_joined "${_n%+*}" "${_n#*+}" "$_p" "$_log" "$@"
+		return ;;
+	esac
 	launch_ranks "$_n" "$_p" "--grace 120 --timeout 120" "$EL" -s $steps \
 		"$@" >"$_log" 2>&1
 }
 
+# launch_joined R J PROV LOG ARGS...: elastic on R ranks of PROV, started
+# here with a job key, and J processes with PS_COMM_JOIN set to the
+# job's PS_COMM_ROOT, started at the same time: they wait there for the
+# grow. Status 124 if any process hung, else 0; LOG gets every output.
+launch_joined() {
+	_r=$1 _j=$2 _p=$3 _log=$4
+	shift 4
+	free_port
+	_i=0 _pids=
+	while [ $_i -lt $((_r + _j)) ]; do
+		if [ $_i -lt "$_r" ]; then
+			_env="PS_COMM_RANK=$_i PS_COMM_SIZE=$_r PS_COMM_ROOT=127.0.0.1:$port"
+		else
+			_env="PS_COMM_JOIN=127.0.0.1:$port"
+		fi
+		# shellcheck disable=SC2086
+		env FI_PROVIDER="$(fab "$_p")" PS_COMM_TIMEOUT=60 \
+			PS_COMM_JOB_KEY=recover-test-key $_env timeout 120 \
+			"$EL" -s $steps "$@" >"$_log.$_i" 2>&1 &
+		_pids="$_pids $!"
+		_i=$((_i + 1))
+	done
+	_st=0
+	for _pid in $_pids; do
+		wait "$_pid"
+		[ $? -ne 124 ] || _st=124
+	done
+	cat "$_log".* >"$_log"
+	rm -f "$_log".*
+	return $_st
+}
+
 # elastic_case NAME N PROV SURVIVORS ARGS...: SURVIVORS are the starting
-# ranks expected at the end ("0 1 3"); each must print its last line
-# with every result exact and exactly them as the members.
+# ranks expected at the end ("0 1 3"), and the names of new processes
+# (the starting size, and so on); each must print its last line with
+# every result exact and exactly them as the members.
 elastic_case() {
 	name=$1 n=$2 prov=$3 members=$4
 	shift 4
@@ -69,6 +110,13 @@ for prov in tcp net; do
 	elastic_case "ranks killed inside agree and shrink, rank 0 too" 5 \
 		"$prov" "1 3" --fail 2@6 --fail 0@6@recovery \
 		--fail 4@6@recovery
+	# Growing: new processes join (ps_comm_grow, PS_COMM_JOIN).
+	elastic_case "grown from 4 to 6 ranks mid-run" 4+2 "$prov" \
+		"0 1 2 3 4 5" --grow 2@8
+	elastic_case "a killed rank replaced by a new process" 4+1 "$prov" \
+		"0 1 3 4" --fail 2@5 --grow 1@10
+	elastic_case "rank 0 killed after a grow" 3+2 "$prov" "1 2 3 4" \
+		--grow 2@5 --fail 0@10
 done
 
 # Two nodes of three ranks, shm inside each: the whole of one node dies.
