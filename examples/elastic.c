@@ -353,13 +353,25 @@ static int share_state(struct ctx *c, int joined)
 /* The grow due now, if any: ps_comm_grow, then share_state. */
 static int maybe_grow(struct ctx *c, struct opts *o)
 {
+	int rc;
+
 	for (int i = 0; i < o->ngrow; i++) {
 		struct grow *g = &o->grow[i];
 		ps_comm_t old = c->comm, grown;
 
 		if (g->done || g->step != c->done)
 			continue;
-		TRY(ps_comm_grow(old, g->n, &grown), c, "grow");
+		rc = ps_comm_grow(old, g->n, &grown);
+		if (rc) {
+			char why[512];
+
+			ps_comm_last_error(old, why, sizeof(why));
+			if (c->rank == 0)
+				printf("elastic: step %d: the grow failed (%s: "
+				       "%s); recovering\n", c->done,
+				       ps_comm_strerror(rc), why);
+			return rc;
+		}
 		g->done = 1;
 		c->comm = grown;
 		ps_comm_finalize(old);
@@ -380,12 +392,15 @@ static int run(struct ctx *c, struct opts *o)
 		int rc = 0, finished = 0;
 
 		if (c->done < o->steps) {
-			TRY(maybe_grow(c, o), c, "grow");
-			maybe_die(c, o, 0);
-			rc = step(c, o);
-			if (rc && rc != PS_COMM_ERR_PEER &&
-			    rc != PS_COMM_ERR_REVOKED)
-				return rc;
+			/* A grow that failed is recovered from like a step. */
+			rc = maybe_grow(c, o);
+			if (rc == 0) {
+				maybe_die(c, o, 0);
+				rc = step(c, o);
+				if (rc && rc != PS_COMM_ERR_PEER &&
+				    rc != PS_COMM_ERR_REVOKED)
+					return rc;
+			}
 			if (rc == 0 && c->done < o->steps)
 				continue;
 			if (rc) {

@@ -79,6 +79,8 @@ struct psc_boot_plan {
 	uint32_t grant;
 	bool fixed_gen;
 	uint32_t gen;
+	bool (*dead)(void *arg, char *why, size_t len);
+	void *dead_arg;
 	/* psc_boot_join's rendezvous, which psc_boot_exchange goes on with. */
 	struct psc_store *joined;
 };

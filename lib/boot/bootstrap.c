@@ -298,6 +298,8 @@ static int store_open(struct psc_store *s, struct psc_boot_plan *b)
 		s->grant = b->grant;
 		s->fixed_gen = b->fixed_gen;
 		s->gen = b->gen;
+		s->dead = b->dead;
+		s->dead_arg = b->dead_arg;
 		return psc_store_tcp_open(s, b->root, b->params, &b->key);
 	}
 	if (strncmp(b->spec, "file:", 5) == 0)

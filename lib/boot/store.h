@@ -64,6 +64,14 @@ struct psc_store {
 	uint32_t grant;
 	bool fixed_gen;
 	uint32_t gen;
+	/*
+	 * A grow's old ranks: dead(dead_arg, why, len) is true, with words,
+	 * once a rank of the communicator that grows is known dead. Rank 0's
+	 * server then aborts the grow, and a rank that cannot reach rank 0
+	 * gives up, instead of waiting for PS_COMM_TIMEOUT. NULL: none.
+	 */
+	bool (*dead)(void *arg, char *why, size_t len);
+	void *dead_arg;
 	void *priv;
 };
 

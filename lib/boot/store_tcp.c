@@ -364,8 +364,17 @@ static int client_join(struct psc_store *s, const struct sockaddr_storage *ra,
 	int rc, last;
 
 	for (unsigned attempt = 0; psc_now() < s->deadline; attempt++) {
+		/* A grow's old rank looks at its communicator between tries. */
+		double until = s->dead ? PSC_MIN(s->deadline, psc_now() + 0.2)
+				       : s->deadline;
+
 		t->fd = psc_connect_retry((const struct sockaddr *)ra, ralen,
-					  s->deadline, &last);
+					  until, &last);
+		if (t->fd < 0 && s->dead &&
+		    s->dead(s->dead_arg, s->err, sizeof(s->err)))
+			return -EHOSTDOWN;
+		if (t->fd < 0 && until < s->deadline)
+			continue;
 		if (t->fd < 0) {
 			snprintf(s->err, sizeof(s->err), "cannot reach the "
 				 "rendezvous at %s within PS_COMM_TIMEOUT "

@@ -67,6 +67,8 @@ struct psc_store_tcp_server {
 	uint64_t job;	     /* generation */
 	int grow_from;	     /* > 0: ranks from here on go to joiners */
 	uint32_t grant;	     /* told to each joiner */
+	bool (*dead)(void *, char *, size_t); /* store.h */
+	void *dead_arg;
 	double deadline;
 	double opened;	     /* when it started serving */
 	uint8_t session[PSC_AUTH_SESSION_LEN];
@@ -160,6 +162,10 @@ static bool all_told(const struct psc_store_tcp_server *sv)
 	for (int r = 1; r < sv->size; r++) {
 		const struct rank_slot *s = &sv->ranks[r];
 
+		/* A grow's place no process took: nobody to tell. */
+		if (sv->grow_from && r >= sv->grow_from && !s->conn &&
+		    !s->published)
+			continue;
 		if (!s->told && !(s->published && !s->conn))
 			return false;
 	}
@@ -295,8 +301,8 @@ static int st_hello(void *arg, struct psc_lsn_conn *lc,
  * A process that proved the job key asks to join a grow: it gets the
  * lowest joiner's place no connection holds and none published in. It
  * is told to come back when this rendezvous serves no grow (it may be
- * the job's own bootstrap, or one that ended), and refused when every
- * place is taken.
+ * the job's own bootstrap) or a grow that aborted, and refused when
+ * every place is taken.
  */
 static int admit_joiner(struct psc_store_tcp_server *sv, struct conn *c)
 {
@@ -306,15 +312,17 @@ static int admit_joiner(struct psc_store_tcp_server *sv, struct conn *c)
 	while (r > 0 && r < sv->size &&
 	       (sv->ranks[r].conn || sv->ranks[r].published))
 		r++;
-	if (!sv->grow_from) {
-		/* A bootstrap, not a grow: the joiner waits for one. */
+	if (!sv->grow_from || sv->abort_reason[0]) {
+		/*
+		 * A bootstrap, not a grow, or a grow that failed: the joiner
+		 * waits for one that may still come.
+		 */
 		server_reply(sv, c, PSC_WIRE_ERROR, REPLY_RETRY, NULL, 0);
 		return -EAGAIN;
 	}
-	if (r >= sv->size || sv->abort_reason[0]) {
-		conn_refuse(sv, c, REPLY_MISMATCH, sv->abort_reason[0]
-			    ? sv->abort_reason
-			    : "every new rank's place in this grow is taken");
+	if (r >= sv->size) {
+		conn_refuse(sv, c, REPLY_MISMATCH,
+			    "every new rank's place in this grow is taken");
 		return -EBADE;
 	}
 	c->rank = r;
@@ -531,9 +539,14 @@ static void missing_abort(struct psc_store_tcp_server *sv)
 static bool st_tick(void *arg, double now)
 {
 	struct psc_store_tcp_server *sv = arg;
+	char why[200];
 
 	if (sv->byes >= sv->size)
 		return true;
+	/* A grow whose old communicator lost a rank cannot complete. */
+	if (sv->dead && !sv->abort_reason[0] &&
+	    sv->dead(sv->dead_arg, why, sizeof(why)))
+		server_abort(sv, why);
 	if (sv->abort_reason[0] &&
 	    __atomic_load_n(&sv->closing, __ATOMIC_ACQUIRE) &&
 	    (now >= sv->linger_until || all_told(sv)))
@@ -615,6 +628,8 @@ int psc_store_tcp_serve(struct psc_store *s, struct sockaddr_storage *addr,
 	sv->job = job;
 	sv->grow_from = s->grow_from;
 	sv->grant = s->grant;
+	sv->dead = s->dead;
+	sv->dead_arg = s->dead_arg;
 	sv->deadline = s->deadline;
 	sv->opened = psc_now();
 	psc_auth_random(sv->session, sizeof(sv->session));

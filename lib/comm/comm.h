@@ -104,6 +104,9 @@ struct psc_comm_grow {
 	int rank, size, old_size;
 	uint32_t ctx;
 	const char *root;
+	/* True, with words, once the communicator that grows failed. */
+	bool (*dead)(void *arg, char *why, size_t len);
+	void *dead_arg;
 };
 
 /*

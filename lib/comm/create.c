@@ -670,6 +670,8 @@ static int grow_plan(struct ps_comm *c, const struct psc_comm_grow *grow,
 		plan->grant = grow->ctx;
 		plan->fixed_gen = true;
 		plan->gen = grow->ctx;
+		plan->dead = grow->dead;
+		plan->dead_arg = grow->dead_arg;
 		c->ch.ctx = grow->ctx;
 		return 0;
 	}

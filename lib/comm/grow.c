@@ -25,6 +25,21 @@ void psc_comm_grow_root(const struct ps_comm *c, char *root, size_t len)
 		root[0] = '\0';
 }
 
+/*
+ * The rendezvous's check (comm.h, struct psc_comm_grow) from its own
+ * thread: whether the communicator that grows failed (thread-safe).
+ */
+static bool old_dead(void *arg, char *why, size_t len)
+{
+	struct ps_comm *c = arg;
+	char words[400];
+
+	if (!psc_ep_owner_failed(c->ch.ep, &c->ch, words, sizeof(words)))
+		return false;
+	snprintf(why, len, "the communicator that grows failed: %s", words);
+	return true;
+}
+
 int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
 		     uint32_t ctx, struct ps_comm **newcomm)
 {
@@ -32,7 +47,9 @@ int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
 				  .size = c->ch.size + n_new,
 				  .old_size = c->ch.size,
 				  .ctx = ctx,
-				  .root = root};
+				  .root = root,
+				  .dead = old_dead,
+				  .dead_arg = c};
 	struct ps_comm *nc = calloc(1, sizeof(*nc));
 	struct psc_chan ch;
 	int rc;
@@ -55,5 +72,9 @@ int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
 	ch = nc->ch;
 	psc_comm_free(nc);
 	psc_chan_release(&ch);
+	/* A rank of c died: that is the failure, as for any collective. */
+	if (psc_ep_owner_failed(c->ch.ep, &c->ch, NULL, 0))
+		rc = psc_comm_failure(c, psc_ep_owner_failed(c->ch.ep, &c->ch,
+							     NULL, 0));
 	return rc;
 }

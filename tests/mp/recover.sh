@@ -125,6 +125,52 @@ elastic_case "a whole node killed" 6 nodes:3 "0 1 2" \
 elastic_case "a whole node killed, rank 0's" 6 nodes:3 "3 4 5" \
 	--fail 0@6 --fail 1@6 --fail 2@6
 
+# A rank killed while a grow waits for its new process: the grow fails
+# at once on the others (not after PS_COMM_TIMEOUT), they shrink, grow
+# again, and the new process, started only then, joins that grow.
+grow_death() {
+	name="a rank killed while a grow is open; the grow is done again"
+	absent "$name" tcp && return
+	d=$(mktemp -d)
+	free_port
+	root=$port
+	free_port
+	grow=$port
+	for r in 0 1 2; do
+		env FI_PROVIDER="$(fab tcp)" PS_COMM_TIMEOUT=60 \
+			PS_COMM_RANK=$r PS_COMM_SIZE=3 \
+			PS_COMM_ROOT=127.0.0.1:$root \
+			PS_COMM_GROW_ROOT=127.0.0.1:$grow timeout 120 \
+			"$EL" -s $steps --grow 1@3 >"$d/$r.out" 2>&1 &
+		echo $! >"$d/$r.pid"
+	done
+	bad=
+	wait_listen "$grow" 60 || bad="$bad the grow never opened;"
+	# timeout(1) runs the rank as its child.
+	pkill -KILL -P "$(cat "$d/2.pid")"
+	start=$(date +%s)
+	wait_until 60 has_line "$d/0.out" "^elastic: step 3: 1 rank\(s\) failed" ||
+		bad="$bad the survivors did not recover;"
+	secs=$(($(date +%s) - start))
+	[ $secs -lt 20 ] || bad="$bad the grow failed only after ${secs}s;"
+	env FI_PROVIDER="$(fab tcp)" PS_COMM_TIMEOUT=60 \
+		PS_COMM_JOIN=127.0.0.1:$grow timeout 120 "$EL" -s $steps \
+		--grow 1@3 >"$d/3.out" 2>&1
+	for r in 0 1 3; do
+		wait "$(cat "$d/$r.pid" 2>/dev/null)" 2>/dev/null
+		grep -q "^elastic: rank $r: $steps steps, every result exact, .* ranks: \[0 1 3\]\$" "$d/$r.out" ||
+			bad="$bad rank $r did not finish with members [0 1 3];"
+	done
+	if [ -z "$bad" ]; then
+		ok "$name"
+	else
+		not_ok "$name:$bad"
+		tail -n 6 "$d"/*.out | sed 's/^/#   /'
+	fi
+	rm -rf "$d"
+}
+want tcp && grow_death
+
 # A death on shm: the survivors' shrink fails with words, never hangs.
 shm_death() {
 	name="a death on shm: shrink says why it cannot"

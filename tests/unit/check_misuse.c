@@ -10,6 +10,7 @@
  * The stale-handle tests read freed memory on purpose, so they are left
  * out under AddressSanitizer, which reports that use itself.
  */
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -308,6 +309,32 @@ START_TEST(test_agree_shrink_args)
 }
 END_TEST
 
+/* ps_comm_grow's arguments, and a rank 0 with nowhere to serve it. */
+START_TEST(test_grow_args)
+{
+	ps_comm_t c = one_rank(), g = NULL;
+	char err[256];
+
+	ck_assert_int_eq(ps_comm_grow(NULL, 1, &g), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_grow(c, 1, NULL), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_grow(c, 0, &g), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_last_error(c, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "n_new=0"));
+	ck_assert_int_eq(ps_comm_grow(c, -3, &g), PS_COMM_ERR_ARG);
+	ck_assert_int_eq(ps_comm_grow(c, INT_MAX, &g), PS_COMM_ERR_ARG);
+	ck_assert_ptr_null(g);
+	unsetenv("PS_COMM_GROW_ROOT");
+	unsetenv("MASTER_ADDR");
+	ck_assert_int_eq(ps_comm_grow(c, 1, &g), PS_COMM_ERR_CONFIG);
+	ck_assert_int_eq(ps_comm_last_error(c, err, sizeof(err)), 0);
+	ck_assert_ptr_nonnull(strstr(err, "PS_COMM_GROW_ROOT"));
+	ck_assert_ptr_null(g);
+	/* The communicator is as good as before. */
+	ck_assert_int_eq(ps_comm_barrier(c), 0);
+	ck_assert_int_eq(ps_comm_finalize(c), 0);
+}
+END_TEST
+
 /* A receive still pending at finalize: its handle is invalid after. */
 START_TEST(test_request_after_finalize)
 {
@@ -379,6 +406,7 @@ static Suite *misuse_suite(void)
 	tcase_add_test(tc, test_calls_after_finalize);
 	tcase_add_test(tc, test_failed_ranks_args);
 	tcase_add_test(tc, test_agree_shrink_args);
+	tcase_add_test(tc, test_grow_args);
 	tcase_add_test(tc, test_request_after_finalize);
 	tcase_add_test(tc, test_request_copy_after_completion);
 	tcase_add_test(tc, test_van_after_destroy);
