@@ -30,6 +30,9 @@
  */
 int psc_env_rank_size(int *rank, int *size, char *err, size_t len);
 
+/* The tcp rendezvous backend's spec (a backend, not the provider). */
+#define PSC_BOOT_TCP "tcp"
+
 /*
  * Whether spec is a rendezvous backend: auto, tcp, file:DIR, pmix or pmi2.
  * Returns 0, or -EINVAL with words in err naming what (the variable or

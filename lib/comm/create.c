@@ -648,7 +648,7 @@ static void grow_attr(struct ps_comm *c, const struct psc_comm_grow *grow,
 		      const char *join, ps_comm_attr_t *ga)
 {
 	ps_comm_attr_init(ga);
-	ga->bootstrap = "tcp";
+	ga->bootstrap = PSC_BOOT_TCP;
 	ga->root = grow ? grow->root : join;
 	c->ch.rank = grow ? grow->rank : -1;
 	c->ch.size = grow ? grow->size : -1;
