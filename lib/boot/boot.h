@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "boot/store.h"
 #include "net/auth.h"
 #include "net/net.h"
 #include "ps_comm.h"
@@ -72,18 +73,8 @@ struct psc_boot_plan {
 	 * this, and the caller passes it on to its other listeners.
 	 */
 	struct psc_auth_key key;
-	/*
-	 * ps_comm_grow, for a tcp rendezvous (store.h has the meaning of
-	 * each): rank 0 of the old ranks serves ranks grow_from and up to
-	 * the processes that join, each told grant; every old rank claims
-	 * the agreed generation gen (with fixed_gen).
-	 */
-	int grow_from;
-	uint32_t grant;
-	bool fixed_gen;
-	uint32_t gen;
-	bool (*dead)(void *arg, char *why, size_t len);
-	void *dead_arg;
+	/* ps_comm_grow's part, for a tcp rendezvous (store.h). */
+	struct psc_store_grow grow;
 	/* psc_boot_join's rendezvous, which psc_boot_exchange goes on with. */
 	struct psc_store *joined;
 };

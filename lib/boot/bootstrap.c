@@ -294,12 +294,7 @@ static int store_open(struct psc_store *s, struct psc_boot_plan *b)
 				 "MASTER_ADDR and MASTER_PORT)");
 			return -EINVAL;
 		}
-		s->grow_from = b->grow_from;
-		s->grant = b->grant;
-		s->fixed_gen = b->fixed_gen;
-		s->gen = b->gen;
-		s->dead = b->dead;
-		s->dead_arg = b->dead_arg;
+		s->grow = b->grow;
 		return psc_store_tcp_open(s, b->root, b->params, &b->key);
 	}
 	if (strncmp(b->spec, "file:", 5) == 0)
@@ -395,7 +390,7 @@ int psc_boot_join(struct psc_boot_plan *b, char *err, size_t len)
 	}
 	b->rank = s->rank;
 	b->size = s->size;
-	b->grant = s->grant;
+	b->grow.grant = s->grow.grant;
 	b->joined = s;
 	return 0;
 }

@@ -16,6 +16,30 @@
 struct psc_store;
 
 /*
+ * A tcp rendezvous's part in ps_comm_grow, set before
+ * psc_store_tcp_open (zero: none):
+ * - grow_from > 0 (at rank 0): the root serves a grow, where the ranks
+ *   from grow_from to size - 1 go to processes that join, in the order
+ *   they prove the job key, each told grant;
+ * - fixed_gen: every rank claims generation gen (agreed by the grow's
+ *   old ranks), not this process's next one;
+ * - dead(dead_arg, why, len) is true, with words, once a rank of the
+ *   communicator that grows is known dead: rank 0's server then aborts
+ *   the grow, and an old rank that cannot reach rank 0 gives up, instead
+ *   of waiting for PS_COMM_TIMEOUT. NULL: none.
+ * A process that joins a grow opens the store as rank -1 instead: the
+ * root gives it a rank, and the open fills rank, size and grant.
+ */
+struct psc_store_grow {
+	int grow_from;
+	uint32_t grant;
+	bool fixed_gen;
+	uint32_t gen;
+	bool (*dead)(void *arg, char *why, size_t len);
+	void *dead_arg;
+};
+
+/*
  * A rendezvous store (tcp, file, pmix). Keys are published by a rank and
  * read by rank. All calls block at most until the store's deadline and
  * fail with -ETIMEDOUT then; errors leave a message in the store's err.
@@ -50,28 +74,7 @@ struct psc_store {
 	uint8_t session[PSC_AUTH_SESSION_LEN];
 	/* A key the backend made for a job that set none (pmix), or "". */
 	char made_key[PSC_AUTH_MADE_LEN + 1];
-	/*
-	 * tcp only, set before psc_store_tcp_open, for ps_comm_grow:
-	 * - rank -1 joins a grow: the root gives this process a rank, and
-	 *   the open fills rank, size and grant;
-	 * - grow_from > 0 (at rank 0): the root serves a grow, where the
-	 *   ranks from grow_from to size - 1 go to processes that join, in
-	 *   the order they prove the job key, each told grant;
-	 * - fixed_gen: every rank claims generation gen (agreed by the
-	 *   grow's old ranks), not this process's next one.
-	 */
-	int grow_from;
-	uint32_t grant;
-	bool fixed_gen;
-	uint32_t gen;
-	/*
-	 * A grow's old ranks: dead(dead_arg, why, len) is true, with words,
-	 * once a rank of the communicator that grows is known dead. Rank 0's
-	 * server then aborts the grow, and a rank that cannot reach rank 0
-	 * gives up, instead of waiting for PS_COMM_TIMEOUT. NULL: none.
-	 */
-	bool (*dead)(void *arg, char *why, size_t len);
-	void *dead_arg;
+	struct psc_store_grow grow; /* tcp only */
 	void *priv;
 };
 

@@ -291,7 +291,7 @@ static int take_grant(struct psc_store *s, const uint8_t *g, size_t len)
 	}
 	s->rank = rank;
 	s->size = size;
-	s->grant = (uint32_t)psc_be_get(g + 8, 4);
+	s->grow.grant = (uint32_t)psc_be_get(g + 8, 4);
 	return 0;
 }
 
@@ -365,13 +365,13 @@ static int client_join(struct psc_store *s, const struct sockaddr_storage *ra,
 
 	for (unsigned attempt = 0; psc_now() < s->deadline; attempt++) {
 		/* A grow's old rank looks at its communicator between tries. */
-		double until = s->dead ? PSC_MIN(s->deadline, psc_now() + 0.2)
+		double until = s->grow.dead ? PSC_MIN(s->deadline, psc_now() + 0.2)
 				       : s->deadline;
 
 		t->fd = psc_connect_retry((const struct sockaddr *)ra, ralen,
 					  until, &last);
-		if (t->fd < 0 && s->dead &&
-		    s->dead(s->dead_arg, s->err, sizeof(s->err)))
+		if (t->fd < 0 && s->grow.dead &&
+		    s->grow.dead(s->grow.dead_arg, s->err, sizeof(s->err)))
 			return -EHOSTDOWN;
 		if (t->fd < 0 && until < s->deadline)
 			continue;
@@ -444,7 +444,8 @@ int psc_store_tcp_open(struct psc_store *s, const char *root,
 	if (!t)
 		return -ENOMEM;
 	t->fd = -1;
-	t->job = s->fixed_gen ? s->gen & GEN_MASK : next_generation();
+	t->job = s->grow.fixed_gen ? s->grow.gen & GEN_MASK
+				    : next_generation();
 	t->key = *key;
 	snprintf(t->root, sizeof(t->root), "%s", root);
 	s->ops = &tcp_ops;

@@ -65,10 +65,7 @@ struct psc_store_tcp_server {
 	struct psc_lsn *lsn;
 	int size;
 	uint64_t job;	     /* generation */
-	int grow_from;	     /* > 0: ranks from here on go to joiners */
-	uint32_t grant;	     /* told to each joiner */
-	bool (*dead)(void *, char *, size_t); /* store.h */
-	void *dead_arg;
+	struct psc_store_grow grow; /* a grow's (store.h), or zero */
 	double deadline;
 	double opened;	     /* when it started serving */
 	uint8_t session[PSC_AUTH_SESSION_LEN];
@@ -163,7 +160,7 @@ static bool all_told(const struct psc_store_tcp_server *sv)
 		const struct rank_slot *s = &sv->ranks[r];
 
 		/* A grow's place no process took: nobody to tell. */
-		if (sv->grow_from && r >= sv->grow_from && !s->conn &&
+		if (sv->grow.grow_from && r >= sv->grow.grow_from && !s->conn &&
 		    !s->published)
 			continue;
 		if (!s->told && !(s->published && !s->conn))
@@ -307,12 +304,12 @@ static int st_hello(void *arg, struct psc_lsn_conn *lc,
 static int admit_joiner(struct psc_store_tcp_server *sv, struct conn *c)
 {
 	uint8_t grant[JOIN_GRANT_LEN];
-	int r = sv->grow_from;
+	int r = sv->grow.grow_from;
 
 	while (r > 0 && r < sv->size &&
 	       (sv->ranks[r].conn || sv->ranks[r].published))
 		r++;
-	if (!sv->grow_from || sv->abort_reason[0]) {
+	if (!sv->grow.grow_from || sv->abort_reason[0]) {
 		/*
 		 * A bootstrap, not a grow, or a grow that failed: the joiner
 		 * waits for one that may still come.
@@ -332,7 +329,7 @@ static int admit_joiner(struct psc_store_tcp_server *sv, struct conn *c)
 	sv->ranks[r].conn = c;
 	psc_be_put(grant, (uint32_t)r, 4);
 	psc_be_put(grant + 4, (uint32_t)sv->size, 4);
-	psc_be_put(grant + 8, sv->grant, 4);
+	psc_be_put(grant + 8, sv->grow.grant, 4);
 	psc_log(PSC_LOG_INFO, 0, "rendezvous: a new process from %s (%s) "
 		"joins as rank %d of %d", psc_lsn_peer(c->lc), c->host, r,
 		sv->size);
@@ -362,7 +359,7 @@ static int st_admit(void *arg, struct psc_lsn_conn *lc,
 	else if (c->rank < 0 || c->rank >= sv->size)
 		snprintf(why, sizeof(why), "rank %d out of range 0..%d",
 			 c->rank, sv->size - 1);
-	else if (sv->grow_from && c->rank >= sv->grow_from)
+	else if (sv->grow.grow_from && c->rank >= sv->grow.grow_from)
 		snprintf(why, sizeof(why), "rank %d is for a new process, "
 			 "which joins without a rank (PS_COMM_JOIN)", c->rank);
 	else if (sv->ranks[c->rank].conn)
@@ -544,8 +541,8 @@ static bool st_tick(void *arg, double now)
 	if (sv->byes >= sv->size)
 		return true;
 	/* A grow whose old communicator lost a rank cannot complete. */
-	if (sv->dead && !sv->abort_reason[0] &&
-	    sv->dead(sv->dead_arg, why, sizeof(why)))
+	if (sv->grow.dead && !sv->abort_reason[0] &&
+	    sv->grow.dead(sv->grow.dead_arg, why, sizeof(why)))
 		server_abort(sv, why);
 	if (sv->abort_reason[0] &&
 	    __atomic_load_n(&sv->closing, __ATOMIC_ACQUIRE) &&
@@ -626,10 +623,7 @@ int psc_store_tcp_serve(struct psc_store *s, struct sockaddr_storage *addr,
 	cfg.key = *key;
 	sv->size = s->size;
 	sv->job = job;
-	sv->grow_from = s->grow_from;
-	sv->grant = s->grant;
-	sv->dead = s->dead;
-	sv->dead_arg = s->dead_arg;
+	sv->grow = s->grow;
 	sv->deadline = s->deadline;
 	sv->opened = psc_now();
 	psc_auth_random(sv->session, sizeof(sv->session));

@@ -666,29 +666,30 @@ static int grow_plan(struct ps_comm *c, const struct psc_comm_grow *grow,
 	int rc;
 
 	if (grow) {
-		plan->grow_from = grow->rank == 0 ? grow->old_size : 0;
-		plan->grant = grow->ctx;
-		plan->fixed_gen = true;
-		plan->gen = grow->ctx;
-		plan->dead = grow->dead;
-		plan->dead_arg = grow->dead_arg;
+		plan->grow = (struct psc_store_grow){
+			.grow_from = grow->rank == 0 ? grow->old_size : 0,
+			.grant = grow->ctx,
+			.fixed_gen = true,
+			.gen = grow->ctx,
+			.dead = grow->dead,
+			.dead_arg = grow->dead_arg};
 		c->ch.ctx = grow->ctx;
 		return 0;
 	}
 	rc = psc_boot_join(plan, err, len);
 	if (rc)
 		return rc;
-	if (plan->grant >= 1u << PSC_EP_CTX_BITS ||
+	if (plan->grow.grant >= 1u << PSC_EP_CTX_BITS ||
 	    plan->size > (1 << PSC_TAG_RANK_BITS)) {
 		snprintf(err, len, "the grow at PS_COMM_JOIN=%s handed out "
 			 "context id %u and size %d, beyond pscomm's limits",
-			 plan->root, plan->grant, plan->size);
+			 plan->root, plan->grow.grant, plan->size);
 		return -EPROTO;
 	}
 	c->ch.rank = plan->rank;
 	c->ch.size = plan->size;
-	c->ch.ctx = plan->grant;
-	psc_ctx_reserve(plan->grant);
+	c->ch.ctx = plan->grow.grant;
+	psc_ctx_reserve(plan->grow.grant);
 	psc_log(PSC_LOG_INFO, c->ch.rank, "joined the running job at %s as "
 		"rank %d of %d", plan->root, c->ch.rank, c->ch.size);
 	return 0;

@@ -115,6 +115,26 @@ clean_rank_env() {
 		SLURM_NTASKS RANK WORLD_SIZE
 }
 
+# scratch_with_pids NAME KEEPVAR: tmp becomes a new scratch directory
+# (NAME.XXXXXX) holding an empty list, $tmp/pids. At exit every pid the
+# script wrote there is killed (KILL) and reaped, and tmp is removed
+# unless the variable named KEEPVAR is set; INT, TERM and HUP exit 1.
+scratch_with_pids() {
+	tmp=$(mktemp -d "${TMPDIR:-/tmp}/$1.XXXXXX") || exit 1
+	_swp_keep=$2
+	: >"$tmp/pids"
+	trap _swp_cleanup EXIT
+	trap 'exit 1' INT TERM HUP
+}
+_swp_cleanup() {
+	while read -r _swp_p; do
+		kill -KILL "$_swp_p" 2>/dev/null
+	done <"$tmp/pids"
+	wait 2>/dev/null
+	eval "_swp_k=\${$_swp_keep:-}"
+	[ -n "$_swp_k" ] || rm -rf "$tmp"
+}
+
 # The providers of the libfabric pscomm runs on, one per line, as
 # ps_comm_info lists them ("tcp;ofi_rxm"), without those it reports
 # missing; computed once.

@@ -41,17 +41,7 @@ need_commands timeout ss
 # Only what each scenario sets explicitly may reach the ranks.
 clean_rank_env
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sec_attacks.XXXXXX") || exit 1
-: >"$tmp/pids"
-cleanup() {
-	while read -r p; do
-		kill -KILL "$p" 2>/dev/null
-	done <"$tmp/pids"
-	wait 2>/dev/null
-	[ -n "$SEC_KEEP" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+scratch_with_pids sec_attacks SEC_KEEP
 failed=0
 
 

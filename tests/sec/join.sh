@@ -25,17 +25,7 @@ need_programs "$EL" "$ATTACK"
 need_commands timeout ss
 clean_rank_env
 
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/sec_join.XXXXXX") || exit 1
-: >"$tmp/pids"
-cleanup() {
-	while read -r p; do
-		kill -KILL "$p" 2>/dev/null
-	done <"$tmp/pids"
-	wait 2>/dev/null
-	[ -n "$SEC_KEEP" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
+scratch_with_pids sec_join SEC_KEEP
 failed=0
 LIMIT=90
 
