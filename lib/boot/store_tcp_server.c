@@ -184,6 +184,8 @@ static bool joined(const struct psc_store_tcp_server *sv, int r)
  * of the timeout, at least a second) died, e.g. by SIGKILL, whoever it
  * waited for.
  */
+static void missing_abort(struct psc_store_tcp_server *sv);
+
 static void conn_lost(struct psc_store_tcp_server *sv, struct conn *c, const char *wait)
 {
 	char why[300], *end = NULL;
@@ -192,6 +194,14 @@ static void conn_lost(struct psc_store_tcp_server *sv, struct conn *c, const cha
 	double slack = PSC_MAX(1.0, (sv->deadline - sv->opened) / 4);
 	bool late = psc_now() >= sv->deadline - slack;
 
+	/*
+	 * Late, with ranks that never joined: those are to blame, whoever
+	 * c waited for (it may wait for a rank that waits for them).
+	 */
+	if (late)
+		missing_abort(sv);
+	if (sv->abort_reason[0])
+		return;
 	/* wait is "RANK/KEY": the rank c was waiting for. */
 	if (late && r >= 0 && end != wait && *end == '/' && r != c->rank)
 		snprintf(why, sizeof(why), "rank %d %s: rank %d (%s) gave up "
@@ -309,10 +319,11 @@ static int admit_joiner(struct psc_store_tcp_server *sv, struct conn *c)
 	while (r > 0 && r < sv->size &&
 	       (sv->ranks[r].conn || sv->ranks[r].published))
 		r++;
-	if (!sv->grow.grow_from || sv->abort_reason[0]) {
+	if (!sv->grow.grow_from || sv->grow.grow_from >= sv->size ||
+	    sv->abort_reason[0]) {
 		/*
-		 * A bootstrap, not a grow, or a grow that failed: the joiner
-		 * waits for one that may still come.
+		 * A bootstrap, a rebuild (a grow with no new places), or a
+		 * grow that failed: the joiner waits for one that may come.
 		 */
 		server_reply(sv, c, PSC_WIRE_ERROR, REPLY_RETRY, NULL, 0);
 		return -EAGAIN;

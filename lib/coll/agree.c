@@ -69,16 +69,33 @@ int ps_comm_agree(ps_comm_t c, int *flag)
 	return rc;
 }
 
+/* Shrinks that fail because a survivor died during them, at most. */
+#define SHRINK_TRIES 8
+
+/*
+ * The agreement's flag bit 0 is whether a rank's endpoints are usable:
+ * when one survivor's are not (a node-local death on shared memory),
+ * all of them rebuild on fresh ones. A survivor that dies during a
+ * rebuild fails it everywhere: the survivors agree again without it.
+ */
 int ps_comm_shrink(ps_comm_t c, ps_comm_t *newcomm)
 {
-	uint32_t flag = ~0u, ctx = psc_p2p_ctx_next();
-	int rc;
+	int rc = PS_COMM_ERR_PEER;
 
 	if (!psc_comm_valid(c) || !newcomm)
 		return PS_COMM_ERR_ARG;
 	*newcomm = NULL;
-	rc = agree(c, &flag, &ctx, "ps_comm_shrink");
-	if (!rc)
-		rc = psc_comm_take_ctx(c, ctx, "ps_comm_shrink");
-	return rc ? rc : psc_comm_shrink_to(c, ctx, newcomm);
+	for (int t = 0; t < SHRINK_TRIES && rc == PS_COMM_ERR_PEER; t++) {
+		uint32_t flag = psc_comm_usable(c) ? ~0u : ~1u;
+		uint32_t ctx = psc_p2p_ctx_next();
+
+		rc = agree(c, &flag, &ctx, "ps_comm_shrink");
+		if (!rc)
+			rc = psc_comm_take_ctx(c, ctx, "ps_comm_shrink");
+		if (!rc)
+			rc = psc_comm_shrink_to(c, ctx, !(flag & 1), newcomm);
+		if (rc == PS_COMM_ERR_PEER && (flag & 1))
+			break;
+	}
+	return rc;
 }

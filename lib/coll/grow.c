@@ -48,7 +48,7 @@ int ps_comm_grow(ps_comm_t c, int n_new, ps_comm_t *newcomm)
 	}
 	memset(root, 0, sizeof(root));
 	if (psc_comm_rank(c) == 0)
-		psc_comm_grow_root(c, root, sizeof(root));
+		psc_comm_grow_root(c, 0, root, sizeof(root));
 	rc = ps_comm_bcast(c, root, sizeof(root), PS_COMM_UINT8, 0);
 	if (rc)
 		return rc;

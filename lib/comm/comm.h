@@ -29,6 +29,9 @@ struct ps_comm {
 	struct psc_live *live; /* the world's liveness monitor, or NULL */
 	int *world;	       /* rank -> world rank (with live) */
 	bool owns_live;	       /* the world communicator: it leaves */
+	bool rebuilt;	       /* its survivors rebuilt a world from it
+				  (ps_comm_shrink): it leaves the star in
+				  good order although it failed */
 	int *node_of;	       /* rank -> node, numbered by lowest rank */
 	int nnodes;
 	int local_rank;	       /* this rank among its node's ranks */

@@ -1,33 +1,57 @@
 /*
- * Growing a communicator, its side in lib/comm (comm/view.h): where rank
- * 0 serves the joiners, and the grown communicator, bootstrapped like a
- * world by the old ranks and the processes that join (comm/create.c).
+ * Communicators bootstrapped anew from a running one (comm/view.h): a
+ * grow, whose old ranks and the processes that join build the grown
+ * communicator like a world, and a shrink's rebuild, where the
+ * survivors of a node-local death build theirs on fresh endpoints the
+ * same way (comm/create.c does the bootstrap). Rank 0 of the new
+ * communicator serves its rendezvous.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "comm/comm.h"
+#include "live/live.h"
+#include "net/net.h"
 #include "util/log.h"
 
-void psc_comm_grow_root(const struct ps_comm *c, char *root, size_t len)
+void psc_comm_grow_root(const struct ps_comm *c, int r0, char *root,
+			size_t len)
 {
 	const char *m = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
+	char job[300], host[96];
+	struct psc_hostport hp;
 
-	if (*c->params.grow_root)
+	if (*c->params.grow_root) {
 		snprintf(root, len, "%s", c->params.grow_root);
-	else if (*c->params.root)
-		snprintf(root, len, "%s", c->params.root);
+		return;
+	}
+	if (*c->params.root)
+		snprintf(job, sizeof(job), "%s", c->params.root);
 	else if (m && *m && mp && *mp)
-		snprintf(root, len, strchr(m, ':') ? "[%s]:%s" : "%s:%s", m,
-			 mp);
+		snprintf(job, sizeof(job), strchr(m, ':') ? "[%s]:%s" : "%s:%s",
+			 m, mp);
 	else
-		root[0] = '\0';
+		job[0] = '\0';
+	root[0] = '\0';
+	if (!job[0] || psc_hostport_parse(job, &hp) != 0)
+		return;
+	/*
+	 * World rank 0 served the job's rendezvous there, so the address is
+	 * its own; another rank serves on its own host, at the same port.
+	 */
+	if (!c->live || c->world[r0] == 0)
+		snprintf(root, len, "%s", job);
+	else if (psc_live_host_of(c->live, c->world[r0], host,
+				  sizeof(host)) == 0)
+		snprintf(root, len, "%s:%u", host, (unsigned)hp.port);
 }
 
 /*
- * The rendezvous's check (comm.h, struct psc_comm_grow) from its own
- * thread: whether the communicator that grows failed (thread-safe).
+ * The rendezvous's checks (comm.h, struct psc_comm_grow), from its own
+ * thread (both thread-safe). A grow: whether the communicator that grows
+ * failed. A rebuild: whether a rank of c outside its agreed failed set
+ * is known dead.
  */
 static bool old_dead(void *arg, char *why, size_t len)
 {
@@ -40,16 +64,29 @@ static bool old_dead(void *arg, char *why, size_t len)
 	return true;
 }
 
-int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
-		     uint32_t ctx, struct ps_comm **newcomm)
+static bool survivor_dead(void *arg, char *why, size_t len)
 {
-	struct psc_comm_grow g = {.rank = c->ch.rank,
-				  .size = c->ch.size + n_new,
-				  .old_size = c->ch.size,
-				  .ctx = ctx,
-				  .root = root,
-				  .dead = old_dead,
-				  .dead_arg = c};
+	struct ps_comm *c = arg;
+	char words[400];
+
+	for (int r = 0; r < c->ch.size; r++)
+		if (!(c->agreed_failed && c->agreed_failed[r]) &&
+		    psc_live_dead(c->live, c->world[r], words, sizeof(words))) {
+			snprintf(why, len, "rank %d died during ps_comm_shrink: "
+				 "%s", r, words);
+			return true;
+		}
+	return false;
+}
+
+/*
+ * Bootstrap the communicator g describes into *newcomm, with c's
+ * settings. Returns 0 or the bootstrap's PS_COMM_ERR_* value, with c's
+ * error set to the bootstrap's words headed by what.
+ */
+static int bootstrap_from(struct ps_comm *c, const struct psc_comm_grow *g,
+			  const char *what, struct ps_comm **newcomm)
+{
 	struct ps_comm *nc = calloc(1, sizeof(*nc));
 	struct psc_chan ch;
 	int rc;
@@ -60,21 +97,78 @@ int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
 	nc->ch.rank = -1;
 	nc->params = c->params;
 	nc->op_timeout = c->op_timeout;
-	if (c->ch.rank == 0)
-		psc_log(PSC_LOG_INFO, 0, "ps_comm_grow: %d new processes may "
-			"join at %s (PS_COMM_JOIN)", n_new, root);
-	rc = psc_comm_bootstrap(nc, NULL, &g);
+	rc = psc_comm_bootstrap(nc, NULL, g);
 	if (rc == 0) {
 		*newcomm = nc;
 		return 0;
 	}
-	psc_comm_set_error(c, "ps_comm_grow: %s", nc->last_error);
+	psc_comm_set_error(c, "%s: %s", what, nc->last_error);
 	ch = nc->ch;
 	psc_comm_free(nc);
 	psc_chan_release(&ch);
+	return rc;
+}
+
+int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
+		     uint32_t ctx, struct ps_comm **newcomm)
+{
+	struct psc_comm_grow g = {.rank = c->ch.rank,
+				  .size = c->ch.size + n_new,
+				  .old_size = c->ch.size,
+				  .ctx = ctx,
+				  .root = root,
+				  .dead = old_dead,
+				  .dead_arg = c};
+	int rc, failed;
+
+	if (c->ch.rank == 0)
+		psc_log(PSC_LOG_INFO, 0, "ps_comm_grow: %d new processes may "
+			"join at %s (PS_COMM_JOIN)", n_new, root);
+	rc = bootstrap_from(c, &g, "ps_comm_grow", newcomm);
 	/* A rank of c died: that is the failure, as for any collective. */
-	if (psc_ep_owner_failed(c->ch.ep, &c->ch, NULL, 0))
-		rc = psc_comm_failure(c, psc_ep_owner_failed(c->ch.ep, &c->ch,
-							     NULL, 0));
+	failed = rc ? psc_ep_owner_failed(c->ch.ep, &c->ch, NULL, 0) : 0;
+	return failed ? psc_comm_failure(c, failed) : rc;
+}
+
+int psc_comm_rebuild(struct ps_comm *c, uint32_t ctx,
+		     struct ps_comm **newcomm)
+{
+	struct psc_comm_grow g = {.ctx = ctx,
+				  .dead = survivor_dead,
+				  .dead_arg = c};
+	char root[300], why[512];
+	int first = -1, rc;
+
+	for (int r = 0; r < c->ch.size; r++) {
+		if (c->agreed_failed && c->agreed_failed[r])
+			continue;
+		if (first < 0)
+			first = r;
+		if (r == c->ch.rank)
+			g.rank = g.size;
+		g.size++;
+	}
+	g.old_size = g.size;
+	psc_comm_grow_root(c, first, root, sizeof(root));
+	if (!root[0]) {
+		psc_comm_set_error(c, "ps_comm_shrink: a rank on a node of "
+				   "this communicator died on shared memory, "
+				   "whose queues cannot be used after that, "
+				   "and the survivors have no rendezvous to "
+				   "rebuild at: set PS_COMM_GROW_ROOT=host:port "
+				   "(or PS_COMM_ROOT)");
+		return PS_COMM_ERR_NOTSUP;
+	}
+	g.root = root;
+	psc_log(first == c->ch.rank ? PSC_LOG_INFO : PSC_LOG_DEBUG,
+		c->ch.rank, "ps_comm_shrink: the %d survivors rebuild on fresh "
+		"endpoints at %s (a node-local death on shared memory)",
+		g.size, root);
+	rc = bootstrap_from(c, &g, "ps_comm_shrink", newcomm);
+	c->rebuilt = rc == 0;
+	if (rc && survivor_dead(c, why, sizeof(why))) {
+		psc_comm_set_error(c, "ps_comm_shrink: %s", why);
+		rc = PS_COMM_ERR_PEER;
+	}
 	return rc;
 }

@@ -266,8 +266,12 @@ int ps_comm_finalize(ps_comm_t c)
 				"failed (%s: %s); closing anyway",
 				ps_comm_strerror(rc), c->last_error);
 	}
-	/* Only the world's own communicator leaves the star. */
-	if (!failed && !rc && c->owns_live)
+	/*
+	 * Only the world's own communicator leaves the star; a failed one
+	 * too once its survivors rebuilt a world, so that their leaving is
+	 * no death to the others, still rebuilding.
+	 */
+	if (((!failed && !rc) || c->rebuilt) && c->owns_live)
 		psc_live_leave(c->live);
 	psc_ep_cancel_owner(ep, &c->ch, -FI_ECANCELED);
 	ch = c->ch;

@@ -120,21 +120,26 @@ int psc_comm_agree_decided(struct ps_comm *c, uint32_t seq, uint32_t flag,
 	return 0;
 }
 
-int psc_comm_shrink_to(struct ps_comm *c, uint32_t ctx,
+bool psc_comm_usable(struct ps_comm *c)
+{
+	for (int i = 0; i < c->ch.npaths; i++)
+		if (psc_ep_poisoned(c->ch.path[i].ep))
+			return false;
+	return true;
+}
+
+int psc_comm_shrink_to(struct ps_comm *c, uint32_t ctx, bool rebuild,
 		       struct ps_comm **newcomm)
 {
 	int *ranks, n = 0, me = -1, rc;
 
-	for (int i = 0; i < c->ch.npaths; i++)
-		if (psc_ep_poisoned(c->ch.path[i].ep)) {
-			psc_comm_set_error(c, "ps_comm_shrink: a rank on this "
-					   "node died on provider %s, which "
-					   "cannot be used after that; shrink "
-					   "needs a network provider between "
-					   "this node's ranks (FI_PROVIDER)",
-					   psc_ep_provider(c->ch.path[i].ep));
-			return PS_COMM_ERR_NOTSUP;
-		}
+	if (c->agreed_failed && c->agreed_failed[c->ch.rank]) {
+		psc_comm_set_error(c, "ps_comm_shrink: the agreement counted "
+				   "this rank failed");
+		return PS_COMM_ERR_PEER;
+	}
+	if (rebuild)
+		return psc_comm_rebuild(c, ctx, newcomm);
 	ranks = malloc((size_t)c->ch.size * sizeof(*ranks));
 	if (!ranks)
 		return PS_COMM_ERR_NOMEM;
@@ -145,13 +150,7 @@ int psc_comm_shrink_to(struct ps_comm *c, uint32_t ctx,
 			me = n;
 		ranks[n++] = i;
 	}
-	if (me < 0) {
-		psc_comm_set_error(c, "ps_comm_shrink: the agreement counted "
-				   "this rank failed");
-		rc = PS_COMM_ERR_PEER;
-	} else {
-		rc = psc_comm_create_sub(c, ranks, n, me, ctx, newcomm);
-	}
+	rc = psc_comm_create_sub(c, ranks, n, me, ctx, newcomm);
 	free(ranks);
 	/* The survivors of the world leave the liveness star through it. */
 	if (rc == 0 && c->owns_live) {

@@ -78,14 +78,18 @@ int psc_comm_take_ctx(struct ps_comm *c, uint32_t ctx, const char *what);
 
 /*
  * Grow, the communicator's side (lib/coll/grow.c has the public call).
- * psc_comm_grow_root: where rank 0 of c serves a grow's rendezvous
- * (PS_COMM_GROW_ROOT, else PS_COMM_ROOT, else MASTER_ADDR:MASTER_PORT)
- * into root, or "" for none. psc_comm_grow_to: the communicator of c's
+ * psc_comm_grow_root: where rank r0 of c serves a rendezvous for a new
+ * communicator, into root, or "" for none: PS_COMM_GROW_ROOT, else the
+ * job's PS_COMM_ROOT (or MASTER_ADDR:MASTER_PORT) when r0 is world rank
+ * 0, else r0's own address (its liveness listener's) at that port; every
+ * rank computes the same. psc_comm_grow_to: the communicator of c's
  * ranks then n_new processes that join at root (from rank 0), under the
  * agreed context id ctx, bootstrapped like a world, in *newcomm.
- * Returns a PS_COMM_ERR_* value, with c's error set.
+ * Returns a PS_COMM_ERR_* value, with c's error set (PS_COMM_ERR_PEER
+ * when a rank of c died).
  */
-void psc_comm_grow_root(const struct ps_comm *c, char *root, size_t len);
+void psc_comm_grow_root(const struct ps_comm *c, int r0, char *root,
+			size_t len);
 int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
 		     uint32_t ctx, struct ps_comm **newcomm);
 
@@ -123,10 +127,17 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
  * did not (psc_live_agree_decided); c's agreed failed set becomes empty.
  * Returns 0 or PS_COMM_ERR_NOMEM.
  *
+ * psc_comm_usable: whether c's endpoints can still be used: false once a
+ * node-local death on shared memory poisoned one.
+ *
  * psc_comm_shrink_to: the communicator of c's ranks outside its agreed
- * failed set, in their order, under context id ctx, in *newcomm; the
- * world's goodbye moves to it. PS_COMM_ERR_NOTSUP when an endpoint of c
- * cannot be used any more (a local death on shm), with words.
+ * failed set, in their order, under context id ctx, in *newcomm. On c's
+ * endpoints (the world's goodbye moves to it), unless rebuild (agreed:
+ * some survivor's endpoints are not usable): then psc_comm_rebuild, and
+ * the survivors bootstrap it as a world on fresh endpoints, at the
+ * rendezvous psc_comm_grow_root gives for its rank 0 (PS_COMM_ERR_NOTSUP
+ * with words when there is none; PS_COMM_ERR_PEER when a survivor died
+ * meanwhile).
  */
 uint32_t psc_comm_agree_seq(struct ps_comm *c);
 bool psc_comm_failed(struct ps_comm *c);
@@ -134,7 +145,10 @@ int psc_comm_agree_star(struct ps_comm *c, uint32_t seq, uint32_t *flag,
 			uint32_t *next, const char *what);
 int psc_comm_agree_decided(struct ps_comm *c, uint32_t seq, uint32_t flag,
 			   uint32_t next);
-int psc_comm_shrink_to(struct ps_comm *c, uint32_t ctx,
+bool psc_comm_usable(struct ps_comm *c);
+int psc_comm_shrink_to(struct ps_comm *c, uint32_t ctx, bool rebuild,
 		       struct ps_comm **newcomm);
+int psc_comm_rebuild(struct ps_comm *c, uint32_t ctx,
+		     struct ps_comm **newcomm);
 
 #endif /* PSC_COMM_VIEW_H */

@@ -46,14 +46,24 @@ static uint32_t ctx_take(void)
 	return ctx;
 }
 
-/* The endpoint with this key with its refs raised, or NULL. */
+/*
+ * Whether e (or its pair) was poisoned by a node-local death: later
+ * communicators get a fresh endpoint instead of sharing it (ps_comm_shrink
+ * rebuilds on one).
+ */
+static bool unusable(struct psc_ep *e)
+{
+	return psc_ep_poisoned(e) || (e->pair && psc_ep_poisoned(e->pair));
+}
+
+/* The usable endpoint with this key with its refs raised, or NULL. */
 static struct psc_ep *find_shared(const char *key)
 {
 	struct psc_ep *e;
 
 	pthread_mutex_lock(&eps_lock);
 	for (e = eps_head; e; e = e->next_ep)
-		if (strcmp(e->key, key) == 0) {
+		if (strcmp(e->key, key) == 0 && !unusable(e)) {
 			e->refs++;
 			break;
 		}
@@ -425,7 +435,7 @@ static bool find_pair(const struct psc_fab_config *cfg, struct psc_ep **net,
 	pthread_mutex_lock(&eps_lock);
 	for (e = eps_head; e; e = e->next_ep)
 		if (strcmp(e->key, kn) == 0 && e->pair &&
-		    strcmp(e->pair->key, ks) == 0)
+		    strcmp(e->pair->key, ks) == 0 && !unusable(e))
 			break;
 	if (e) {
 		e->refs++;

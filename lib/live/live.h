@@ -167,6 +167,13 @@ int psc_live_agree_decided(struct psc_live *l, uint32_t ctx, uint32_t seq,
 bool psc_live_dead(struct psc_live *l, int r, char *words, size_t len);
 
 /*
+ * The address (IP, without the port) that world rank r's liveness
+ * listener has, as its record said, into host: the address its rank
+ * serves on. Returns 0, or -ENOENT when r has no listener.
+ */
+int psc_live_host_of(struct psc_live *l, int r, char *host, size_t len);
+
+/*
  * This rank leaves in good order (after the finalize barrier): a
  * goodbye, so its closing is no death; rank 0 first waits, bounded by
  * the timeout, for every other rank's goodbye, since it relays deaths.

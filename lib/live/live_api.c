@@ -481,6 +481,22 @@ void psc_live_revoke(struct psc_live *l, uint32_t ctx)
 	announce(l, F_REVOKE, ctx, "ps_comm_revoke");
 }
 
+int psc_live_host_of(struct psc_live *l, int r, char *host, size_t len)
+{
+	struct psc_hostport hp;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&l->lock);
+	if (r >= 0 && r < l->cfg.size &&
+	    psc_hostport_parse(l->peers[r].addr, &hp) == 0) {
+		snprintf(host, len, strchr(hp.host, ':') ? "[%s]" : "%s",
+			 hp.host);
+		rc = 0;
+	}
+	pthread_mutex_unlock(&l->lock);
+	return rc;
+}
+
 bool psc_live_dead(struct psc_live *l, int r, char *words, size_t len)
 {
 	bool dead;

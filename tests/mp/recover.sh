@@ -5,10 +5,10 @@
 # ps_comm_agree or ps_comm_shrink; rank 0, the liveness root, is among
 # them in some cases, and in others a whole node of ranks. Every survivor
 # must finish every step with exact results and state the same
-# membership: exactly the ranks not killed. A rank on this node that dies
-# on the shm provider leaves its queues unusable: shrink must say so on
-# every survivor, promptly. New processes join a grow, mid-run or to
-# replace a killed rank, and must finish the same way.
+# membership: exactly the ranks not killed. A rank that dies on the shm
+# provider leaves its queues unusable: the survivors must rebuild on
+# fresh endpoints. New processes join a grow, mid-run or to replace a
+# killed rank, and must finish the same way.
 # PSC_RECOVER_REPS repeats each case (1).
 . "${srcdir:-.}/tests/mp/common.sh"
 EL=$top_builddir/examples/elastic
@@ -171,25 +171,16 @@ grow_death() {
 }
 want tcp && grow_death
 
-# A death on shm: the survivors' shrink fails with words, never hangs.
-shm_death() {
-	name="a death on shm: shrink says why it cannot"
-	if ! have_provider shm; then
-		skip "$name: provider shm not present"
-		return
-	fi
-	log=$(mktemp)
-	launch 3 shm "$log" --fail 1@5
-	rc=$?
-	n=$(grep -c "shrink failed: not supported" \
-		"$log")
-	if [ $rc -ne 124 ] && [ "$n" -eq 2 ]; then
-		ok "$name"
-	else
-		not_ok "$name: exit $rc, $n of 2 survivors said it"
-		sed 's/^/#   /' "$log" | tail -15
-	fi
-	rm -f "$log"
-}
-want shm && shm_death
+# A death on shm leaves the queues that rank shared unusable: the
+# survivors rebuild on fresh endpoints, on one node and inside a node of
+# a node-aware job, rank 0 among the dead too, and grow there.
+if want shm; then
+	elastic_case "a rank killed on shm" 4 shm "0 1 3" --fail 2@8
+	elastic_case "rank 0 killed on shm, then a grow" 4+1 shm "1 2 3 4" \
+		--fail 0@6 --grow 1@12
+fi
+elastic_case "a rank of a node killed (shm inside it)" 6 nodes:3 \
+	"0 1 2 3 5" --fail 4@6
+elastic_case "rank 0 and a rank of the other node killed" 6 nodes:3 \
+	"1 2 3 4" --fail 0@6 --fail 5@6
 finish
