@@ -214,10 +214,13 @@ PS_COMM_API int ps_comm_agree(ps_comm_t comm, int *flag);
  * the same membership; ranks that die during the call are left out, not
  * waited for. Works on a failed or revoked comm, which stays valid
  * (finalize it). Hierarchical collectives plan for the new node layout.
- * Errors as ps_comm_agree, and PS_COMM_ERR_NOTSUP when a rank on this
- * node died on the shm provider (its queues cannot be used after that:
- * run with a network provider, FI_PROVIDER=tcp, to recover from such a
- * death). Free *newcomm with ps_comm_finalize.
+ * A rank that died on shared memory leaves the queues it shared unusable:
+ * then the survivors rebuild, bootstrapping *newcomm on fresh endpoints
+ * at a rendezvous that their rank 0 serves (PS_COMM_GROW_ROOT, else
+ * PS_COMM_ROOT's port), and *newcomm has a liveness monitor of its own.
+ * Errors as ps_comm_agree, and PS_COMM_ERR_NOTSUP when a rebuild is
+ * needed and the job has no such address (a PMIx or Slurm start: set
+ * PS_COMM_GROW_ROOT). Free *newcomm with ps_comm_finalize.
  */
 PS_COMM_API int ps_comm_shrink(ps_comm_t comm, ps_comm_t *newcomm);
 

@@ -45,6 +45,9 @@ struct ps_comm {
 	bool *agreed_failed;   /* rank -> failed by the last agreement, or
 				  NULL before one */
 	char provider[64];
+	char root[300];	       /* host:port where its world's tcp
+				  rendezvous was served (by world rank 0),
+				  or "" */
 	char last_error[1024];
 };
 

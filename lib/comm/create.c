@@ -756,6 +756,8 @@ static int boot_planned(struct ps_comm *c, struct psc_boot_plan *plan,
 							  : err);
 		return psc_err_public(rc, PSC_ERR_BOOT);
 	}
+	if (strcmp(plan->spec, PSC_BOOT_TCP) == 0)
+		snprintf(c->root, sizeof(c->root), "%s", plan->root);
 	/*
 	 * Ranks that share this host's cores, whatever their node (network
 	 * namespaces on one host are separate nodes but share its CPUs).
@@ -874,6 +876,7 @@ int psc_comm_create_sub(struct ps_comm *parent, const int *ranks, int n,
 	c->params = parent->params;
 	c->op_timeout = parent->op_timeout;
 	memcpy(c->provider, parent->provider, sizeof(c->provider));
+	memcpy(c->root, parent->root, sizeof(c->root));
 	rc = psc_comm_set_nodes(c, raw);
 	free(raw);
 	if (rc || (parent->live && live_watch_chan(parent->live, c) != 0)) {

@@ -26,7 +26,9 @@ void psc_comm_grow_root(const struct ps_comm *c, int r0, char *root,
 		snprintf(root, len, "%s", c->params.grow_root);
 		return;
 	}
-	if (*c->params.root)
+	if (*c->root)
+		snprintf(job, sizeof(job), "%s", c->root);
+	else if (*c->params.root)
 		snprintf(job, sizeof(job), "%s", c->params.root);
 	else if (m && *m && mp && *mp)
 		snprintf(job, sizeof(job), strchr(m, ':') ? "[%s]:%s" : "%s:%s",
@@ -37,8 +39,9 @@ void psc_comm_grow_root(const struct ps_comm *c, int r0, char *root,
 	if (!job[0] || psc_hostport_parse(job, &hp) != 0)
 		return;
 	/*
-	 * World rank 0 served the job's rendezvous there, so the address is
-	 * its own; another rank serves on its own host, at the same port.
+	 * World rank 0 served c's world's rendezvous there (the job's, a
+	 * grow's or a rebuild's), so the address is its own; another rank
+	 * serves on its own host, at the same port.
 	 */
 	if (!c->live || c->world[r0] == 0)
 		snprintf(root, len, "%s", job);

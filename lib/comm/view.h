@@ -79,10 +79,11 @@ int psc_comm_take_ctx(struct ps_comm *c, uint32_t ctx, const char *what);
 /*
  * Grow, the communicator's side (lib/coll/grow.c has the public call).
  * psc_comm_grow_root: where rank r0 of c serves a rendezvous for a new
- * communicator, into root, or "" for none: PS_COMM_GROW_ROOT, else the
- * job's PS_COMM_ROOT (or MASTER_ADDR:MASTER_PORT) when r0 is world rank
- * 0, else r0's own address (its liveness listener's) at that port; every
- * rank computes the same. psc_comm_grow_to: the communicator of c's
+ * communicator, into root, or "" for none: PS_COMM_GROW_ROOT, else where
+ * c's world's rendezvous was served (PS_COMM_ROOT for the job's own, or
+ * MASTER_ADDR:MASTER_PORT) when r0 is world rank 0, else r0's own
+ * address (its liveness listener's) at that port; every rank computes
+ * the same. psc_comm_grow_to: the communicator of c's
  * ranks then n_new processes that join at root (from rank 0), under the
  * agreed context id ctx, bootstrapped like a world, in *newcomm.
  * Returns a PS_COMM_ERR_* value, with c's error set (PS_COMM_ERR_PEER
