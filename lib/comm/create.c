@@ -639,6 +639,14 @@ static int exchange(struct ps_comm *c, struct psc_boot_plan *plan,
 	return rc;
 }
 
+/* Whether PS_COMM_JOIN's value is host:port with a nonzero port. */
+static bool join_valid(const char *join)
+{
+	struct psc_hostport hp;
+
+	return psc_hostport_parse(join, &hp) == 0 && hp.port != 0;
+}
+
 /*
  * A grow's bootstrap, or a joiner's, meets at the grow's rendezvous over
  * tcp, in place of what attr or the environment say: ga is filled, and
@@ -777,6 +785,11 @@ int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr,
 	int rc;
 
 	rc = check_start(c, attr);
+	if (!rc && join && !join_valid(join)) {
+		psc_comm_set_error(c, "PS_COMM_JOIN=\"%s\" is not host:port "
+				   "or [v6addr]:port with a nonzero port", join);
+		rc = PS_COMM_ERR_CONFIG;
+	}
 	if (!rc && (grow || join)) {
 		grow_attr(c, grow, join, &ga);
 		attr = &ga;

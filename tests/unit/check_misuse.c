@@ -123,6 +123,8 @@ static const struct {
 	{"PS_COMM_ALLREDUCE_ALGO", "abc"},
 	{"PS_COMM_ALLGATHER_ALGO", "abc"},
 	{"PS_COMM_REDUCE_SCATTER_ALGO", "abc"},
+	{"PS_COMM_JOIN", "abc"},
+	{"PS_COMM_JOIN", "127.0.0.1:0"},
 };
 
 START_TEST(test_env_refused)
