@@ -1,7 +1,8 @@
 /*
  * elastic: a training-style loop that survives the death of ranks. Each
- * step allreduces a vector of int64 whose exact sum is known from the
- * step and the members, and checks every element. When a step fails
+ * step passes a message around the ring of ranks (point-to-point), then
+ * allreduces a vector of int64 whose exact sum is known from the step
+ * and the members, and checks every message and element. When a step fails
  * because a rank died (PS_COMM_ERR_PEER) or another rank revoked the
  * communicator (PS_COMM_ERR_REVOKED), the survivors recover:
  *
@@ -26,8 +27,8 @@
  * it waits up to PS_COMM_TIMEOUT.
  *
  * --fail R@S makes the process that started as rank R kill itself with
- * SIGKILL at step S: during the step's allreduce, after a random delay of
- * up to 2 ms, or at the latest before the next step; with @recovery
+ * SIGKILL at step S: during the step's ring exchange or allreduce, after
+ * a random delay of up to 2 ms, or at the latest before the next step; with @recovery
  * appended, at a random moment of the first recovery after step S, to
  * test a death inside ps_comm_agree or ps_comm_shrink.
  */
@@ -45,6 +46,7 @@
 #include "example.h"
 
 #define MAX_FAIL 64
+#define RING_TAG 7
 #define MAX_GROW 16
 
 struct fail {
@@ -212,10 +214,35 @@ static int64_t expected(const struct ctx *c, int s, int i)
 	return ranks * (s + 1) + (int64_t)c->size * i;
 }
 
-/* One step: the allreduce, then its check. */
+/*
+ * A step's point-to-point part: each rank sends its name and the step to
+ * the next rank of the ring and checks what the previous one sent.
+ */
+static int ring(struct ctx *c, int s)
+{
+	int64_t out[2] = {c->wrank, s}, in[2] = {-1, -1};
+	int next = (c->rank + 1) % c->size;
+	int prev = (c->rank + c->size - 1) % c->size;
+	ps_comm_request_t r[2] = {NULL, NULL};
+
+	if (c->size == 1)
+		return 0;
+	TRY(ps_comm_irecv(c->comm, in, sizeof(in), prev, RING_TAG, &r[0]), c,
+	    "irecv");
+	TRY(ps_comm_isend(c->comm, out, sizeof(out), next, RING_TAG, &r[1]), c,
+	    "isend");
+	TRY(ps_comm_waitall(2, r, NULL), c, "ring exchange");
+	if (in[0] != c->members[prev] || in[1] != s)
+		c->errors++;
+	return 0;
+}
+
+/* One step: the ring exchange, the allreduce, then its check. */
 static int step(struct ctx *c, const struct opts *o)
 {
 	int s = c->done;
+
+	TRY(ring(c, s), c, "ring exchange");
 
 	for (int i = 0; i < o->count; i++)
 		c->send[i] = (int64_t)(c->wrank + 1) * (s + 1) + i;
