@@ -28,9 +28,9 @@
  *
  * --fail R@S makes the process that started as rank R kill itself with
  * SIGKILL at step S: during the step's ring exchange or allreduce, after
- * a random delay of up to 2 ms, or at the latest before the next step; with @recovery
- * appended, at a random moment of the first recovery after step S, to
- * test a death inside ps_comm_agree or ps_comm_shrink.
+ * a random delay of up to 2 ms, or at the latest before the next step;
+ * with @recovery appended, at a random moment of the first recovery
+ * after step S, to test a death inside ps_comm_agree or ps_comm_shrink.
  */
 #include <pthread.h>
 #include <signal.h>
