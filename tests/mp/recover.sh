@@ -110,6 +110,8 @@ for prov in tcp net; do
 	elastic_case "ranks killed inside agree and shrink, rank 0 too" 5 \
 		"$prov" "1 3" --fail 2@6 --fail 0@6@recovery \
 		--fail 4@6@recovery
+	elastic_case "8 ranks, three killed, rank 0 among them" 8 "$prov" \
+		"1 2 4 5 7" --fail 0@5 --fail 3@5 --fail 6@11
 	# Growing: new processes join (ps_comm_grow, PS_COMM_JOIN).
 	elastic_case "grown from 4 to 6 ranks mid-run" 4+2 "$prov" \
 		"0 1 2 3 4 5" --grow 2@8
@@ -176,6 +178,8 @@ want tcp && grow_death
 # a node-aware job, rank 0 among the dead too, and grow there.
 if want shm; then
 	elastic_case "a rank killed on shm" 4 shm "0 1 3" --fail 2@8
+	elastic_case "8 ranks on shm, one killed in a step, one in the \
+recovery" 8 shm "0 1 2 4 5 7" --fail 3@6 --fail 6@6@recovery
 	elastic_case "rank 0 killed on shm, then a grow" 4+1 shm "1 2 3 4" \
 		--fail 0@6 --grow 1@12
 fi
