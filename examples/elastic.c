@@ -61,6 +61,7 @@ struct grow {
 struct opts {
 	int steps;
 	int count;
+	int timing;	   /* --timing */
 	int nfail;
 	struct fail fail[MAX_FAIL];
 	int ngrow;
@@ -78,6 +79,7 @@ struct ctx {
 	int64_t *send, *recv;
 	uint64_t errors;   /* wrong elements */
 	int changes;	   /* recoveries */
+	double failed_at;  /* --timing: when a step failed, in us (0: none) */
 	const char *what;  /* TRY's failed step */
 };
 
@@ -93,6 +95,8 @@ static void usage(FILE *f)
 		"             (during its allreduce; with @recovery, during the "
 		"first\n"
 		"             recovery after step S)\n"
+		"  --timing   print when a step fails and when the next one "
+		"completes\n"
 		"  --grow N@S N new processes join at step S (start them with "
 		"the same\n"
 		"             arguments and PS_COMM_JOIN=host:port, where rank 0 "
@@ -153,6 +157,8 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 			parse_fail(&a, v, o);
 		else if ((v = ex_value(&a, "--grow")))
 			parse_grow(&a, v, o);
+		else if (ex_flag(&a, "--timing"))
+			o->timing = 1;
 		else
 			ex_unknown(&a);
 	}
@@ -160,11 +166,17 @@ static void parse_opts(int argc, char **argv, struct opts *o)
 
 /* ---------------------------------------------------- failure injection */
 
+/* --timing: the kill's time goes out first (bench/recover.sh). */
+static int timing;
+
 static void *killer(void *arg)
 {
 	struct timespec ts = {0, (long)(uintptr_t)arg};
 
 	nanosleep(&ts, NULL);
+	if (timing)
+		dprintf(STDOUT_FILENO, "elastic: timing: killed at %.1f us\n",
+			now_us());
 	kill(getpid(), SIGKILL);
 	return NULL;
 }
@@ -408,6 +420,24 @@ static int maybe_grow(struct ctx *c, struct opts *o)
 }
 
 /*
+ * --timing: when a step fails, and when the first step after it (on the
+ * shrunk communicator) completes, in monotonic microseconds.
+ */
+static void report_recovery(struct ctx *c, const struct opts *o, int rc)
+{
+	if (!o->timing)
+		return;
+	if (rc && !c->failed_at) {
+		c->failed_at = now_us();
+	} else if (!rc && c->failed_at) {
+		printf("elastic: timing: rank %d: step failed at %.1f us, next "
+		       "step done at %.1f us\n", c->wrank, c->failed_at,
+		       now_us());
+		c->failed_at = 0;
+	}
+}
+
+/*
  * Steps until every rank finished them all. A failed step starts a
  * recovery (revoke, agree, shrink); finishing starts the same agreement
  * without the revoke, so that a rank that finished joins the recovery
@@ -427,6 +457,7 @@ static int run(struct ctx *c, struct opts *o)
 				if (rc && rc != PS_COMM_ERR_PEER &&
 				    rc != PS_COMM_ERR_REVOKED)
 					return rc;
+				report_recovery(c, o, rc);
 			}
 			if (rc == 0 && c->done < o->steps)
 				continue;
@@ -449,6 +480,7 @@ int main(int argc, char **argv)
 	int rc;
 
 	parse_opts(argc, argv, &o);
+	timing = o.timing;
 	rc = ps_comm_init(&c.comm, NULL);
 	if (rc) {
 		fprintf(stderr, "elastic: ps_comm_init: %s\n",
