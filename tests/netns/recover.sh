@@ -15,15 +15,7 @@
 
 [ -n "${BASH_VERSION:-}" ] || exec bash "$0" "$@"
 
-here=$(cd "$(dirname "$0")" && pwd)
-if [ -f "$here/lib.sh" ]; then
-	. "$here/lib.sh"
-elif [ -n "${srcdir:-}" ] && [ -f "$srcdir/tests/netns/lib.sh" ]; then
-	. "$srcdir/tests/netns/lib.sh"
-else
-	echo "not ok - cannot find tests/netns/lib.sh"
-	exit 99
-fi
+. "${srcdir:-$(dirname "$0")/../..}/tests/netns/lib.sh" || exit 99
 
 top_builddir=${top_builddir:-.}
 EL=$top_builddir/examples/elastic
