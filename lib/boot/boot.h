@@ -80,6 +80,12 @@ struct psc_boot_plan {
 };
 
 /*
+ * The job's rendezvous address from the environment: PS_COMM_ROOT, else
+ * MASTER_ADDR:MASTER_PORT, else "" (into out, len bytes).
+ */
+void psc_boot_job_root(const struct psc_params *p, char *out, size_t len);
+
+/*
  * Choose the backend (attr's, else PS_COMM_BOOTSTRAP, "auto" resolved
  * from the root address, PMIx or a size of 1) and the interface to use.
  */

@@ -255,21 +255,27 @@ static bool rec_agree(const struct psc_boot_record *me, const struct psc_boot_re
 /* ---------------------------------------------------------- backends */
 
 /* Resolve which backend and root address apply. */
+void psc_boot_job_root(const struct psc_params *p, char *out, size_t len)
+{
+	const char *m = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
+
+	if (*p->root)
+		snprintf(out, len, "%s", p->root);
+	else if (m && *m && mp && *mp)
+		snprintf(out, len, strchr(m, ':') ? "[%s]:%s" : "%s:%s", m, mp);
+	else
+		out[0] = '\0';
+}
+
 static int pick_backend(struct psc_boot_plan *b, const ps_comm_attr_t *attr)
 {
 	const struct psc_params *p = b->params;
-	const char *m = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
 
 	b->spec = attr && attr->bootstrap ? attr->bootstrap : p->bootstrap;
 	if (attr && attr->root)
 		snprintf(b->root, sizeof(b->root), "%s", attr->root);
-	else if (*p->root)
-		snprintf(b->root, sizeof(b->root), "%s", p->root);
-	else if (m && *m && mp && *mp)
-		snprintf(b->root, sizeof(b->root),
-			 strchr(m, ':') ? "[%s]:%s" : "%s:%s", m, mp);
 	else
-		b->root[0] = '\0';
+		psc_boot_job_root(p, b->root, sizeof(b->root));
 	if (strcmp(b->spec, "auto") != 0)
 		return 0;
 	if (b->root[0])

@@ -8,8 +8,8 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
+#include "boot/boot.h"
 #include "comm/comm.h"
 #include "live/live.h"
 #include "net/net.h"
@@ -18,7 +18,6 @@
 void psc_comm_grow_root(const struct ps_comm *c, int r0, char *root,
 			size_t len)
 {
-	const char *m = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
 	char job[300], host[96];
 	struct psc_hostport hp;
 
@@ -28,13 +27,8 @@ void psc_comm_grow_root(const struct ps_comm *c, int r0, char *root,
 	}
 	if (*c->root)
 		snprintf(job, sizeof(job), "%s", c->root);
-	else if (*c->params.root)
-		snprintf(job, sizeof(job), "%s", c->params.root);
-	else if (m && *m && mp && *mp)
-		snprintf(job, sizeof(job), strchr(m, ':') ? "[%s]:%s" : "%s:%s",
-			 m, mp);
 	else
-		job[0] = '\0';
+		psc_boot_job_root(&c->params, job, sizeof(job));
 	root[0] = '\0';
 	if (!job[0] || psc_hostport_parse(job, &hp) != 0)
 		return;
