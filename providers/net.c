@@ -26,7 +26,11 @@
  *   although the peer is alive and never received them. pscomm posts such
  *   a send again (caps.resend_on_reset); the next one opens or uses the
  *   surviving connection. Seen once in the p2p suite's finalize barrier,
- *   between two ranks that had never talked before.
+ *   between two ranks that had never talked before. An injected send
+ *   fails so without any completion, so pscomm injects nothing on net.
+ *   Worse, a crossing connect can replace a connection that is already
+ *   up and lose what was sent on it (caps.connect_race): a new world's
+ *   ranks connect pairwise before anything else (comm/wire.c).
  */
 #include <string.h>
 
@@ -62,6 +66,17 @@ void psc_xnet_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->sw_tag_in_data = c->cq_data_size >= 8;
 	c->chunks_wait = true;
 	c->resend_on_reset = true;
+	c->connect_race = true;
+	/*
+	 * Never inject. An injected send has no completion, so when the
+	 * connection race above closes the connection it was queued on, it
+	 * is lost without a word, and no resend can bring it back: after
+	 * ranks died, live ranks that had never talked lost a 16-byte ring
+	 * message and waited for it for good, about 1 run in 4 at 8 ranks.
+	 * A send with a completion costs no more here (net, 2 ranks, 8 B
+	 * pingpong: 0.98-1.01x of injecting, bench/compare_builds.sh).
+	 */
+	c->inject_size = 0;
 	/*
 	 * A message above the eager size costs a go-ahead round trip (about
 	 * 10 us here) more than copying it out of a receive buffer (64 KiB:

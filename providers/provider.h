@@ -90,6 +90,11 @@ struct psc_caps {
 				 * the connection behind the next (net): a
 				 * large message's chunks wait for the
 				 * receiver's go-ahead */
+	bool connect_race;	/* connections open on the first send and a
+				 * crossing connect can replace a live one,
+				 * losing what was sent on it (net): a new
+				 * world connects its ranks pairwise first
+				 * (comm/wire.c) */
 	bool resend_on_reset;	/* a send whose connection closed under it
 				 * (crossing connects, net) never went out:
 				 * post it again, a few times at most */

@@ -94,6 +94,16 @@ static inline int psc_comm_wait(struct ps_comm *c, ps_comm_request_t *req,
 }
 
 /*
+ * Connect c's ranks pairwise, each pair from its lower rank, on the
+ * paths whose provider mishandles crossing connects (caps.connect_race;
+ * comm/wire.c says why); nothing to do on the others. Call once a new
+ * world's liveness monitor runs, before any other message on c. Waits
+ * up to PS_COMM_TIMEOUT, and fails at once on a peer's death. Returns 0
+ * or a PS_COMM_ERR_* value, with c's last error set.
+ */
+int psc_comm_wire(struct ps_comm *c);
+
+/*
  * Fill c's node map from raw (rank -> any node label, n = c->ch.size):
  * nodes renumbered in the order of their lowest rank, c's local rank and
  * count. Returns 0 or -ENOMEM.

@@ -771,7 +771,12 @@ static int boot_planned(struct ps_comm *c, struct psc_boot_plan *plan,
 	 * namespaces on one host are separate nodes but share its CPUs).
 	 */
 	spin_policy(c, b.same_host, own_core);
-	return 0;
+	rc = psc_comm_wire(c);
+	if (rc && c->live) {
+		psc_live_release(c->live);
+		c->live = NULL;
+	}
+	return rc;
 }
 
 int psc_comm_bootstrap(struct ps_comm *c, const ps_comm_attr_t *attr,

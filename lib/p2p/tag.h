@@ -21,7 +21,7 @@ enum psc_proto {
 	PSC_PROTO_CONT = 1, /* continuation chunks of a large message */
 	PSC_PROTO_COLL = 2, /* collectives */
 	PSC_PROTO_VAN = 3,  /* ps-lite van */
-	PSC_PROTO_CTRL = 4, /* control: finalize barrier */
+	PSC_PROTO_CTRL = 4, /* control: finalize barrier, connecting */
 	PSC_PROTO_CTS = 5,  /* go-ahead for a large message's chunks */
 	/*
 	 * 6 and 7 are no protocol: a tag whose every bit is set is the
@@ -30,6 +30,12 @@ enum psc_proto {
 	 */
 	PSC_PROTO_LAST = PSC_PROTO_CTS,
 };
+
+/*
+ * Control tags: the finalize barrier's are its round numbers (below 64);
+ * a new world's ranks connect with this one (comm/wire.c).
+ */
+#define PSC_CTRL_WIRE 0x7fffu
 
 #define PSC_TAG_PROTO_BITS 3
 #define PSC_TAG_CTX_BITS 12

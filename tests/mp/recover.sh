@@ -110,11 +110,11 @@ for prov in tcp net; do
 	elastic_case "ranks killed inside agree and shrink, rank 0 too" 5 \
 		"$prov" "1 3" --fail 2@6 --fail 0@6@recovery \
 		--fail 4@6@recovery
-	# On net (libfabric 1.17) 8 ranks lose a ring message after rank 0
-	# and another die together, about 1 run in 4: tcp only for now.
-	[ "$prov" = tcp ] &&
-		elastic_case "8 ranks, three killed, rank 0 among them" 8 \
-			"$prov" "1 2 4 5 7" --fail 0@5 --fail 3@5 --fail 6@11
+	# On net, before a new world connected its ranks pairwise
+	# (lib/comm/wire.c), crossing connects between survivors lost a
+	# message here in about 1 run in 10, and the job hung.
+	elastic_case "8 ranks, three killed, rank 0 among them" 8 \
+		"$prov" "1 2 4 5 7" --fail 0@5 --fail 3@5 --fail 6@11
 	# Growing: new processes join (ps_comm_grow, PS_COMM_JOIN).
 	elastic_case "grown from 4 to 6 ranks mid-run" 4+2 "$prov" \
 		"0 1 2 3 4 5" --grow 2@8
