@@ -31,6 +31,12 @@
 #			a pull: the worker fails naming a node, in time
 #	rankkill	SIGKILL of a rank in the other guest: every survivor
 #			fails naming it within PS_COMM_PEER_TIMEOUT
+#	recover		examples/elastic across the guests while ranks kill
+#			themselves: over verbs, rank 3 then rank 0; shm inside
+#			each guest and verbs between, rank 0's shm peer (the
+#			survivors rebuild); and a new process joining a grow.
+#			Every survivor finishes every step with exact results
+#			and the same members
 #	wire		the wire cut for less than the peer timeout: the job
 #			completes
 #	poweroff	guest 1's qemu killed: guest 0's ranks fail cleanly
@@ -48,7 +54,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top_builddir=${top_builddir:-.}
 top_builddir=$(cd "$top_builddir" && pwd)
 devices="rxe siw"
-all_cases="info p2p coll hier mr examples van pslite vankill rankkill wire poweroff"
+all_cases="info p2p coll hier mr examples van pslite vankill rankkill recover wire poweroff"
 cases=$all_cases
 reps=1
 freps=
@@ -72,7 +78,7 @@ done
 B=$top_builddir
 for p in tests/mp/p2p_suite tests/mp/coll_suite tests/mp/mr_suite \
 	tests/fault/fault_prog examples/pingpong examples/allreduce \
-	examples/kvstore tools/ps_comm_info; do
+	examples/kvstore examples/elastic tools/ps_comm_info; do
 	if [ ! -x "$B/$p" ]; then
 		echo "not ok - $B/$p not built (make check builds it)"
 		exit 1
@@ -139,7 +145,16 @@ job_start() {
 		done
 		g=$((g + 1))
 	done
-	JOB_SIZE=$size
+	# JOB_JOIN new processes in the last guest, joining a grow of the
+	# job (PS_COMM_JOIN at rank 0's rendezvous), after its ranks.
+	for ((i = 0; i < ${JOB_JOIN:-0}; i++)); do
+		JOB_WHERE[rank]="$((g - 1)) j$job_seq.r$rank"
+		JOB_OUT[rank]=$RIG_DIR/g$((g - 1))/j$job_seq.r$rank.out
+		rig_start "$((g - 1))" "j$job_seq.r$rank" \
+			"$env; unset PS_COMM_ROOT PS_COMM_SIZE; export PS_COMM_JOIN=${RIG_IP[0]}:$port; exec $cmd"
+		rank=$((rank + 1))
+	done
+	JOB_SIZE=$rank
 }
 
 # job_wait SECONDS: wait for every rank of the job, SECONDS in all; their
@@ -562,6 +577,50 @@ case_rankkill() {
 			"SIGKILL of rank $victim (guest $g)"
 		job_wait 30 >/dev/null
 	done
+}
+
+# recover_job NAME LAYOUT MEMBERS ARGS: examples/elastic -s 20 ARGS
+# across the guests (JOB_JOIN new processes too): the ranks named in
+# MEMBERS ("0 2 3") must each finish every step with exact results and
+# exactly MEMBERS as the members, and every other rank, killed by its
+# own --fail, must end by SIGKILL. No rank may hang.
+recover_job() {
+	local name=$1 layout=$2 members=$3 r st bad=
+	shift 3
+	job_start "$layout" "$B/examples/elastic -s 20 $*"
+	job_wait 900
+	st=$?
+	for ((r = 0; r < JOB_SIZE; r++)); do
+		case " $members " in
+		*" $r "*)
+			[ "${JOB_RC[r]}" = 0 ] &&
+				grep -q "^elastic: rank $r: 20 steps, every result exact, .* ranks: \[$members\]\$" \
+					"${JOB_OUT[r]}" ||
+				bad="$bad rank $r did not finish with members [$members];" ;;
+		*)
+			[ "${JOB_RC[r]}" = 137 ] ||
+				bad="$bad rank $r exit ${JOB_RC[r]}, not killed;" ;;
+		esac
+	done
+	if [ -z "$bad" ]; then
+		ok "$name on $RIG_DEV"
+		tally "$CASE" pass
+	else
+		not_ok "$name on $RIG_DEV:$bad"
+		job_outputs
+		[ "$st" -eq 2 ] && tally "$CASE" hang || tally "$CASE" fail
+		wire_died
+	fi
+}
+
+# Recovery across the guests (ps_comm_revoke, agree, shrink, grow).
+case_recover() {
+	recover_job "elastic over verbs: rank 3, then rank 0 (the liveness root) killed" \
+		"2 2" "1 2" --fail 3@5 --fail 0@10
+	JOB_PROV=auto recover_job "elastic on shm inside each guest and verbs between: rank 0's shm peer killed, the survivors rebuild" \
+		"2 2" "0 2 3" --fail 1@5
+	JOB_JOIN=1 recover_job "elastic over verbs grown from 3 to 4 ranks by a new process" \
+		"2 1" "0 1 2 3" --grow 1@5
 }
 
 case_wire() {
