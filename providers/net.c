@@ -68,13 +68,13 @@ void psc_xnet_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->resend_on_reset = true;
 	c->connect_race = true;
 	/*
-	 * Never inject. An injected send has no completion, so when the
-	 * connection race above closes the connection it was queued on, it
-	 * is lost without a word, and no resend can bring it back: after
-	 * ranks died, live ranks that had never talked lost a 16-byte ring
-	 * message and waited for it for good, about 1 run in 4 at 8 ranks.
-	 * A send with a completion costs no more here (net, 2 ranks, 8 B
-	 * pingpong: 0.98-1.01x of injecting, bench/compare_builds.sh).
+	 * Never inject. An injected send has no completion, so when a
+	 * crossing connect closes the connection it was queued on, it is
+	 * lost without a word, and no resend can bring it back. (The hang
+	 * after deaths at 8 ranks was the replaced connection, above: with
+	 * no injection alone it still hung 6 runs in 80.) A send with a
+	 * completion costs no more here (net, 2 ranks, 8 B pingpong:
+	 * 0.98-1.01x of injecting, bench/compare_builds.sh).
 	 */
 	c->inject_size = 0;
 	/*

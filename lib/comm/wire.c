@@ -66,14 +66,16 @@ int psc_comm_wire(struct ps_comm *c)
 				   err);
 		rc = psc_err_public(rc, PSC_ERR_BOOT);
 	}
-	/* After a failure, what was posted is only reaped. */
+	/*
+	 * After a failure, what was posted is only reaped (psc_wait, as
+	 * finalize's barrier does): its words would replace the failure's.
+	 */
 	for (int i = 0; i < n; i++) {
-		int w = psc_comm_wait(c, &r[i], NULL,
-				      rc ? psc_now() : deadline,
-				      "connecting to the other ranks");
-
-		if (!rc)
-			rc = w;
+		if (rc)
+			psc_wait(&r[i], NULL, psc_now(), NULL);
+		else
+			rc = psc_comm_wait(c, &r[i], NULL, deadline,
+					   "connecting to the other ranks");
 	}
 	free(r);
 	return rc;
