@@ -90,6 +90,12 @@ struct psc_caps {
 				 * the connection behind the next (net): a
 				 * large message's chunks wait for the
 				 * receiver's go-ahead */
+	bool chunks_credit;	/* unexpected messages take entries of the
+				 * receive pool, and a receive finds none
+				 * once they fill it (shm: ENOMEM): the
+				 * go-ahead lets a large message's chunks
+				 * go only as far as its receiver has posted
+				 * receives for them (needs chunks_wait) */
 	bool connect_race;	/* connections open on the first send and a
 				 * crossing connect can replace a live one,
 				 * losing what was sent on it (net): a new

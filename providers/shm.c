@@ -79,6 +79,14 @@ static void shm_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	c->sw_tag_in_data = c->cq_data_size >= 8;
 	c->link = PSC_LINK_SHM;
 	c->peer_locks = true;
+	/*
+	 * One pool (FI_SHM_RX_SIZE) holds posted receives and unexpected
+	 * arrivals, and fi_trecv fails with ENOMEM once it is empty
+	 * (smr_generic_recv, 1.17): chunks run only as far as the receiver
+	 * has posted for them.
+	 */
+	c->chunks_wait = true;
+	c->chunks_credit = true;
 }
 
 const struct psc_provider_ops psc_shm_ops = {

@@ -490,6 +490,10 @@ void psc_ep_cancel(struct psc_ep *ep, struct ps_comm_request *r)
 
 	if (psc_first_withdraw(ep, r))
 		return;
+	if (r->state == PSC_REQ_PARKED) {
+		psc_req_complete(r, -FI_ECANCELED);
+		return;
+	}
 	if (r->state == PSC_REQ_QUEUED) {
 		if (psc_queue_remove(q, r))
 			psc_req_complete(r, -FI_ECANCELED);

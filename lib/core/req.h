@@ -30,7 +30,17 @@ enum psc_req_kind {
 	PSC_REQ_BOUNCE,	 /* a receive buffer of first messages */
 	PSC_REQ_GENERIC, /* no libfabric operation: its owner completes it */
 };
-enum psc_req_state { PSC_REQ_QUEUED, PSC_REQ_POSTED, PSC_REQ_DONE };
+/*
+ * PARKED: a large message's chunk send with nothing it may send yet, in
+ * no queue and not with the provider; it goes on at the receiver's next
+ * go-ahead (p2p/p2p.c), and cancelling it completes it at once.
+ */
+enum psc_req_state {
+	PSC_REQ_QUEUED,
+	PSC_REQ_POSTED,
+	PSC_REQ_PARKED,
+	PSC_REQ_DONE
+};
 
 struct psc_ep;
 struct psc_mr;
@@ -92,6 +102,9 @@ struct ps_comm_request {
 	struct ps_comm_request *sibling; /* next child of the parent */
 	size_t children_left; /* PARENT: children not yet done */
 	uint64_t chunk_next;  /* large PARENT: offset of its next chunk */
+	uint64_t chunk_limit; /* large PARENT: a send's chunks may go up to
+			       * this offset (the receiver's go-ahead); a
+			       * receive's go-ahead said so far */
 	struct ps_comm_request *next;	 /* queue link */
 	struct ps_comm_request *live_prev, *live_next; /* the endpoint's */
 	bool abandoned;	      /* owner gone: free when done */

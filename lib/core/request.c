@@ -133,6 +133,11 @@ void psc_req_complete(struct ps_comm_request *r, int err)
 	/* Children are freed with their parent; only report upwards. */
 	if (r->status.error && !p->status.error)
 		p->status.error = r->status.error;
+	/* A failed parent's parked children wait for nothing any more. */
+	if (p->status.error && p->status.error != -FI_ETRUNC)
+		for (struct ps_comm_request *k = p->kids; k; k = k->sibling)
+			if (k != r && k->state == PSC_REQ_PARKED)
+				psc_req_complete(k, 0);
 	if (r->errmsg && !p->errmsg) {
 		p->errmsg = r->errmsg;
 		r->errmsg = NULL;

@@ -28,6 +28,15 @@
  * arrives unexpected, so a message nobody receives yet cannot hold up the
  * ones behind it. A node-addressed channel (the van's) has no ranks: its
  * receiver finds where to send the go-ahead through ch->reply.
+ *
+ * The go-ahead carries an offset: the sender's chunks go up to it, and a
+ * chunk send with nothing left below it parks (PSC_REQ_PARKED) until the
+ * next. A receiver lets the whole message go at once, except where the
+ * provider's receive pool also holds unexpected arrivals
+ * (caps.chunks_credit, shm): there each go-ahead reaches only as far as
+ * the chunk receives it has posted, and a new one follows every half
+ * window, so chunks sent ahead of their receives can never fill the pool
+ * and make posting a receive fail.
  */
 #include <assert.h>
 #include <errno.h>
@@ -56,12 +65,14 @@ _Static_assert(PSC_TAG_CTX_BITS == PSC_EP_CTX_BITS,
 #define LARGE_WAITS 1u
 /* Where a waiting parent send keeps the go-ahead (after its header). */
 #define CTS_OFF LARGE_HDR_LEN
-#define CTS_LEN 4
+/* The go-ahead: the offset the sender's chunks may go up to. */
+#define CTS_LEN 8
 /* Where a go-ahead send keeps its payload: past an untagged header. */
 #define CTS_SEND_OFF 16
 
 static const struct psc_req_ops first_recv_ops;
 static const struct psc_req_ops cts_recv_ops;
+static const struct psc_req_ops cts_send_ops;
 static const struct psc_req_ops chunk_send_ops;
 static const struct psc_req_ops chunk_recv_ops;
 
@@ -202,7 +213,10 @@ static void arm_send_chunk(struct ps_comm_request *p,
 	p->chunk_next = off + n;
 }
 
-/* A chunk went out: send the next one in its place. Lock held. */
+/*
+ * A chunk went out: send the next one in its place, or, past what the
+ * receiver's go-ahead allows, park until the next go-ahead. Lock held.
+ */
 static int chunk_send_complete(struct ps_comm_request *k,
 			       const struct fi_cq_tagged_entry *ev)
 {
@@ -211,6 +225,10 @@ static int chunk_send_complete(struct ps_comm_request *k,
 	(void)ev;
 	if (go != 1)
 		return go;
+	if (k->parent->chunk_next >= k->parent->chunk_limit) {
+		k->state = PSC_REQ_PARKED;
+		return 1;
+	}
 	arm_send_chunk(k->parent, k);
 	return chunk_repost(k);
 }
@@ -221,8 +239,11 @@ static const struct psc_req_ops chunk_send_ops = {
 };
 
 /*
- * Post the first chunks of large send p (p->buf, p->len), up to
- * LARGE_WINDOW; each moves on as it completes. Lock held.
+ * Send the chunks of large send p (p->buf, p->len) that its go-ahead
+ * allows (below p->chunk_limit): first by the chunk sends parked, then
+ * by new ones, up to LARGE_WINDOW in all; each moves on as it
+ * completes. With every chunk on its way, a parked one is done (and
+ * when the message fails, psc_req_complete ends them). Lock held.
  */
 static int post_chunks(struct ps_comm_request *p)
 {
@@ -230,11 +251,25 @@ static int post_chunks(struct ps_comm_request *p)
 	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
 	uint64_t ctag = psc_tag_make(&ch->tl, PSC_PROTO_CONT, false, ch->ctx,
 				     (uint32_t)p->status.source, seq);
-	int rc = 0;
+	uint64_t end = PSC_MIN(p->chunk_limit, large_total(p));
+	int rc = 0, n = 0;
 
-	for (int i = 0; rc == 0 && i < LARGE_WINDOW &&
-			p->chunk_next < large_total(p);
-	     i++) {
+	for (struct ps_comm_request *k = p->kids; k; k = k->sibling) {
+		if (k->ops != &chunk_send_ops)
+			continue;
+		n++;
+		if (k->state != PSC_REQ_PARKED)
+			continue;
+		/* Every chunk is on its way: nothing left for k. */
+		if (p->chunk_next >= large_total(p)) {
+			psc_req_complete(k, 0);
+		} else if (p->chunk_next < end) {
+			k->state = PSC_REQ_QUEUED;
+			arm_send_chunk(p, k);
+			rc = post_kid(k, false);
+		}
+	}
+	for (; rc == 0 && n < LARGE_WINDOW && p->chunk_next < end; n++) {
 		struct ps_comm_request *k = new_child(p, PSC_REQ_SEND, NULL, 0,
 						      ctag, 0);
 
@@ -247,6 +282,33 @@ static int post_chunks(struct ps_comm_request *p)
 		rc = post_kid(k, false);
 	}
 	return rc;
+}
+
+/*
+ * Post (or, with k, post again) large send p's receive of its
+ * receiver's go-ahead, from any rank: the stream id is the sender's
+ * own. Returns 0 or an error; a new receive that could not be posted is
+ * complete. Lock held.
+ */
+static int post_cts_recv(struct ps_comm_request *p, struct ps_comm_request *k)
+{
+	const struct psc_chan *ch = p->owner;
+	const struct psc_tag_layout *tl = &ch->tl;
+	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
+
+	if (k) {
+		k->state = PSC_REQ_QUEUED;
+		return post_first_recv(k->ep, psc_ep_caps(k->ep),
+				       psc_ep_first_arg(k->ep), k);
+	}
+	k = new_child(p, PSC_REQ_RECV, p->scratch + CTS_OFF, CTS_LEN,
+		      psc_tag_make(tl, PSC_PROTO_CTS, false, ch->ctx, 0, seq),
+		      tl->rank_mask | tl->large_bit);
+	if (!k)
+		return -ENOMEM;
+	k->ops = &cts_recv_ops;
+	k->addr = FI_ADDR_UNSPEC;
+	return post_kid(k, true);
 }
 
 /*
@@ -266,6 +328,8 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 
 	p->buf = (void *)buf;
 	p->len = len;
+	/* Waiting, nothing goes before the go-ahead. */
+	p->chunk_limit = waits ? 0 : len;
 	psc_be_put(p->scratch, LARGE_MAGIC, 4);
 	psc_be_put(p->scratch + 4, waits ? LARGE_WAITS : 0, 4);
 	psc_be_put(p->scratch + 8, len, 8);
@@ -280,17 +344,8 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	p->children_left++;
 	rc = 0;
 	if (waits) {
-		k = new_child(p, PSC_REQ_RECV, p->scratch + CTS_OFF, CTS_LEN,
-			      psc_tag_make(tl, PSC_PROTO_CTS, false, ch->ctx,
-					   0, seq),
-			      tl->rank_mask | tl->large_bit);
-		if (!k) {
-			rc = -ENOMEM;
-		} else {
-			k->ops = &cts_recv_ops;
-			k->addr = FI_ADDR_UNSPEC;
-			rc = post_kid(k, true);
-		}
+		rc = post_cts_recv(p, NULL);
+		k = p->kids;
 	}
 	if (rc == 0)
 		rc = post_child(p, PSC_REQ_SEND, p->scratch, LARGE_HDR_LEN,
@@ -311,12 +366,27 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	return 0;
 }
 
-/* The receiver's go-ahead arrived: post the chunks. Lock held. */
+/*
+ * The receiver's go-ahead arrived: send the chunks it allows, and wait
+ * for the next while some are still held back. Lock held.
+ */
 static int cts_recv_complete(struct ps_comm_request *k,
 			     const struct fi_cq_tagged_entry *ev)
 {
-	(void)ev;
-	return post_chunks(k->parent);
+	struct ps_comm_request *p = k->parent;
+	uint64_t to;
+	int rc;
+
+	if (ev->len != CTS_LEN)
+		return -EPROTO;
+	to = psc_be_get(k->buf, CTS_LEN);
+	if (to > p->chunk_limit)
+		p->chunk_limit = PSC_MIN(to, large_total(p));
+	rc = post_chunks(p);
+	if (rc || p->status.error || p->chunk_limit >= large_total(p))
+		return rc;
+	rc = post_cts_recv(p, k);
+	return rc ? rc : 1;
 }
 
 static const struct psc_req_ops cts_recv_ops = {
@@ -324,13 +394,32 @@ static const struct psc_req_ops cts_recv_ops = {
 	.complete = cts_recv_complete,
 };
 
+static const struct psc_req_ops cts_send_ops = {
+	.size = sizeof(struct psc_req_ops),
+};
+
 /*
- * Tell the sender of large message r (header just matched, its chunk
- * receives posted) to send the chunks of stream seq. Lock held.
+ * Whether large receive r sends a go-ahead every half window, each
+ * reaching as far as its chunk receives (caps.chunks_credit), rather
+ * than one for the whole message.
  */
-static int send_cts(struct ps_comm_request *r, uint32_t seq)
+static bool cts_by_window(const struct ps_comm_request *r)
+{
+	return (psc_be_get(r->scratch + 4, 4) & LARGE_WAITS) &&
+	       psc_ep_caps(r->ep)->chunks_credit;
+}
+
+/*
+ * Tell the sender of large message r (header matched, chunk receives
+ * posted up to r->chunk_next) how far its chunks may go: that far, or,
+ * without cts_by_window, to the end. A go-ahead sent before is done with
+ * by now or soon: the first one done is sent again, so a message keeps
+ * a few of them whatever its length. Lock held.
+ */
+static int send_cts(struct ps_comm_request *r)
 {
 	const struct psc_chan *ch = r->owner;
+	uint32_t seq = (uint32_t)psc_be_get(r->scratch + 16, 4);
 	int src = r->status.source;
 	struct ps_comm_request *k;
 	fi_addr_t to;
@@ -340,16 +429,30 @@ static int send_cts(struct ps_comm_request *r, uint32_t seq)
 	else if (ch->peers || !ch->reply ||
 		 ch->reply(ch, (uint32_t)src, r->ep, &to) != 0)
 		return -EPROTO;
-	/* The sender's receive of it ignores the rank field. */
-	k = new_child(r, PSC_REQ_SEND, NULL, CTS_LEN,
-		      psc_tag_make(&ch->tl, PSC_PROTO_CTS, false, ch->ctx,
-				   ch->peers ? (uint32_t)ch->rank : 0, seq),
-		      0);
-	if (!k)
-		return -ENOMEM;
-	k->buf = k->scratch + CTS_SEND_OFF;
-	psc_be_put(k->buf, seq, CTS_LEN);
-	k->addr = to;
+	r->chunk_limit = cts_by_window(r) ? r->chunk_next : large_total(r);
+	for (k = r->kids; k; k = k->sibling)
+		if (k->ops == &cts_send_ops && psc_req_done(k) &&
+		    !k->status.error)
+			break;
+	if (k) {
+		/* Counted again among r's children until it is done. */
+		r->children_left++;
+		k->state = PSC_REQ_QUEUED;
+	} else {
+		/* The sender's receive of it ignores the rank field. */
+		k = new_child(r, PSC_REQ_SEND, NULL, CTS_LEN,
+			      psc_tag_make(&ch->tl, PSC_PROTO_CTS, false,
+					   ch->ctx,
+					   ch->peers ? (uint32_t)ch->rank : 0,
+					   seq),
+			      0);
+		if (!k)
+			return -ENOMEM;
+		k->ops = &cts_send_ops;
+		k->buf = k->scratch + CTS_SEND_OFF;
+		k->addr = to;
+	}
+	psc_be_put(k->buf, r->chunk_limit, CTS_LEN);
 	return post_kid(k, true);
 }
 
@@ -586,11 +689,18 @@ static int arm_recv_chunk(struct ps_comm_request *r,
  */
 static int chunk_recv_next(struct ps_comm_request *k)
 {
+	struct ps_comm_request *r = k->parent;
 	int go = chunk_goes_on(k), rc;
 
 	if (go != 1)
 		return go;
-	rc = arm_recv_chunk(k->parent, k);
+	rc = arm_recv_chunk(r, k);
+	/* Half a window more to let go, or the last of the message. */
+	if (rc == 0 && cts_by_window(r) &&
+	    (r->chunk_next - r->chunk_limit >=
+		     (uint64_t)large_chunk(r) * (LARGE_WINDOW / 2) ||
+	     r->chunk_next == large_total(r)))
+		rc = send_cts(r);
 	return rc ? rc : chunk_repost(k);
 }
 
@@ -689,7 +799,7 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 			rc = post_kid(k, false);
 	}
 	if (rc == 0 && (flags & LARGE_WAITS))
-		rc = send_cts(r, seq);
+		rc = send_cts(r);
 	r->children_left--;
 	if (r->children_left == 0) {
 		psc_req_complete(r, r->status.error);

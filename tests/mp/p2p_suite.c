@@ -513,6 +513,64 @@ static void test_shared_window(void)
 	ok(t);
 }
 
+/*
+ * Large messages sent long before their receives: rank 0 starts
+ * LATE_MSGS sends of half a megabyte, then tells rank 1 (a small
+ * message on another tag), and only then does rank 1 post the receives.
+ * Split into 4 KiB chunks (p2p.sh's PS_COMM_MAX_MSG_SIZE=4096) that is
+ * 3,072 chunks, more than shm's receive pool holds, and that pool also
+ * holds the messages that arrived unexpected: chunks sent ahead of their
+ * receives would fill it, and posting the receives would then fail for
+ * want of room (or the small message wait behind them for ever).
+ */
+#define LATE_MSGS 24
+
+static void test_late_receives(void)
+{
+	const char *t = "large sends long before their receives";
+	ps_comm_request_t req[LATE_MSGS];
+	ps_comm_status_t st[LATE_MSGS];
+	int n = quick ? 4 : LATE_MSGS;
+	size_t len = (size_t)512 << 10;
+	unsigned char *buf, go = 1;
+	long bad;
+
+	if (size < 2 || rank > 1) {
+		ok(t);
+		return;
+	}
+	if (!(buf = malloc(len * (size_t)n))) {
+		fail(t, "out of memory");
+		ok(t);
+		return;
+	}
+	if (rank == 0) {
+		for (int i = 0; i < n; i++) {
+			fill(buf + (size_t)i * len, len, 0, 80 + (size_t)i);
+			CHECK_RC(t, ps_comm_isend(comm, buf + (size_t)i * len,
+						  len, 1, 6, &req[i]));
+		}
+		CHECK_RC(t, ps_comm_send(comm, &go, 1, 1, 7));
+		CHECK_RC(t, ps_comm_waitall(n, req, NULL));
+	} else {
+		CHECK_RC(t, ps_comm_recv(comm, &go, 1, 0, 7, NULL));
+		for (int i = 0; i < n; i++)
+			CHECK_RC(t, ps_comm_irecv(comm, buf + (size_t)i * len,
+						  len, 0, 6, &req[i]));
+		CHECK_RC(t, ps_comm_waitall(n, req, st));
+		for (int i = 0; i < n; i++) {
+			if (st[i].len != len || st[i].error)
+				fail(t, "receive %d: %zu bytes, error %d", i,
+				     st[i].len, st[i].error);
+			if ((bad = verify(buf + (size_t)i * len, len, 0,
+					  80 + (size_t)i)) >= 0)
+				fail(t, "message %d: byte %ld wrong", i, bad);
+		}
+	}
+	free(buf);
+	ok(t);
+}
+
 static void test_truncate(void)
 {
 	truncate_case(100, 50);
@@ -886,6 +944,7 @@ int main(int argc, char **argv)
 	test_sizes();
 	test_large();
 	test_shared_window();
+	test_late_receives();
 	test_wildcards();
 	test_order();
 	test_mixed();

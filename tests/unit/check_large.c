@@ -7,7 +7,10 @@
  * its receive, once the header matched, holds a few chunks only; a
  * 64 MiB message arrives bitwise whole; one longer than its receive
  * buffer truncates, fills the buffer, and leaves the channel usable.
- * Runs on any provider (FI_PROVIDER chooses).
+ * Where unexpected arrivals share the receive pool (caps.chunks_credit,
+ * forced here), a send holds its chunks until the receive is posted, and
+ * a long message, sent half a window at a time, still costs a bounded
+ * number of requests. Runs on any provider (FI_PROVIDER chooses).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -182,8 +185,19 @@ START_TEST(test_huge_recv_bounded)
 }
 END_TEST
 
+/*
+ * fx_one's endpoint as one whose receive pool also holds unexpected
+ * arrivals (shm): chunks go on the receiver's go-ahead, half a window at
+ * a time.
+ */
+static void by_window(void)
+{
+	fx_one.ep->fab.caps.chunks_wait = true;
+	fx_one.ep->fab.caps.chunks_credit = true;
+}
+
 /* 64 MiB and 5 bytes in 1,025 chunks arrive whole, a window at a time. */
-START_TEST(test_64mib_whole)
+static void whole_64mib(void)
 {
 	size_t n = ((size_t)64 << 20) + 5;
 	unsigned char *s = malloc(n), *r = malloc(n + 1);
@@ -207,6 +221,83 @@ START_TEST(test_64mib_whole)
 		      "once",
 		      peak - before);
 	ck_assert_int_eq(live_count(), before);
+	free(s);
+	free(r);
+}
+
+START_TEST(test_64mib_whole)
+{
+	whole_64mib();
+}
+END_TEST
+
+/* The same by half windows: the go-ahead's sends are used again. */
+START_TEST(test_64mib_by_window)
+{
+	by_window();
+	whole_64mib();
+}
+END_TEST
+
+/* Chunk sends of a message, not its header. */
+static int chunk_sends(const struct ps_comm_request *p)
+{
+	int n = 0;
+
+	psc_ep_lock(fx_one.ep);
+	for (const struct ps_comm_request *k = p->kids; k; k = k->sibling)
+		n += k->kind == PSC_REQ_SEND && k->len != 24;
+	psc_ep_unlock(fx_one.ep);
+	return n;
+}
+
+/*
+ * Whether send sr's chunks so far all have their receives in rr posted
+ * (once rr took the header). Both on fx_one.
+ */
+static bool sent_within_posted(const struct ps_comm_request *sr,
+			       const struct ps_comm_request *rr)
+{
+	bool ok;
+
+	psc_ep_lock(fx_one.ep);
+	ok = rr->kind != PSC_REQ_PARENT || psc_req_done(rr) ||
+	     sr->chunk_next <= rr->chunk_next;
+	psc_ep_unlock(fx_one.ep);
+	return ok;
+}
+
+/*
+ * By half windows, no chunk leaves before its receive is posted: a send
+ * nobody receives yet holds its header's go-ahead receive only, however
+ * long the endpoint progresses, and once the receive is there no chunk
+ * goes past the receives it has posted; the message arrives whole.
+ */
+START_TEST(test_window_waits)
+{
+	size_t n = (size_t)4 << 20;
+	unsigned char *s = malloc(n), *r = malloc(n);
+	ps_comm_request_t rr, sr;
+	ps_comm_status_t st;
+
+	ck_assert(s && r);
+	by_window();
+	fill(s, n, 13);
+	isend(s, n, 12, &sr);
+	for (int i = 0; i < 2000; i++)
+		psc_ep_progress(fx_one.ep);
+	ck_assert_int_eq(chunk_sends(sr), 0);
+	ck_assert(!psc_p2p_done(sr));
+	irecv(r, n, 12, &rr);
+	while (!psc_p2p_done(rr) || !psc_p2p_done(sr)) {
+		ck_assert_msg(sent_within_posted(sr, rr),
+			      "a chunk went before its receive was posted");
+		psc_ep_progress(fx_one.ep);
+	}
+	ck_assert_int_eq(psc_p2p_reap(&sr, NULL, NULL), 0);
+	ck_assert_int_eq(psc_p2p_reap(&rr, &st, NULL), 0);
+	ck_assert_uint_eq(st.len, n);
+	ck_assert_msg(memcmp(s, r, n) == 0, "the bytes differ");
 	free(s);
 	free(r);
 }
@@ -258,6 +349,8 @@ int main(void)
 	tcase_add_test(tc, test_huge_recv_bounded);
 	tcase_add_test(tc, test_64mib_whole);
 	tcase_add_test(tc, test_truncated_large);
+	tcase_add_test(tc, test_64mib_by_window);
+	tcase_add_test(tc, test_window_waits);
 	suite_add_tcase(s, tc);
 	return fx_run(s);
 }
