@@ -25,6 +25,13 @@
 #	RIG_MEM		MiB per guest (default 1024)
 #	RIG_BOOT_TIMEOUT seconds a guest may take to boot (default 180)
 #	RIG_KEEP	1: keep the scratch directory (consoles, outputs)
+#	RIG_NIC		the guests' NIC model on the wire (default: e1000
+#			with siw, virtio-net-pci with rxe). Under siw's
+#			load the guest's virtio-net driver sometimes stopped
+#			its transmit queue for good (NETDEV WATCHDOG) though
+#			qemu had taken every buffer: 2 dead wires in 40 jobs,
+#			none in 28 with e1000, which is slower (siw's
+#			examples 110 s against 43-72 s)
 #	RIG_UDPBUF	0: leave the wire's sockets at the default buffer size
 #			(udpbuf.c), to see what a lossier wire does
 # Variables set:
@@ -38,6 +45,7 @@
 RIG_CACHE=${RIG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/pscomm-rdma}
 RIG_MEM=${RIG_MEM:-1024}
 RIG_BOOT_TIMEOUT=${RIG_BOOT_TIMEOUT:-180}
+RIG_NIC=${RIG_NIC:-}
 RIG_IP=(10.77.0.1 10.77.0.2)
 RIG_DEV=
 RIG_DIR=
@@ -106,8 +114,9 @@ rig_prepare() {
 	[ -n "$RIG_KVER" ] || RIG_KVER=$(_rig_kver)
 	c=$RIG_CACHE/$RIG_KVER
 	if [ -f "$c/ready" ]; then
-		# A changed /init needs only a new initramfs.
-		[ "$RIG_SRC/guest-init" -nt "$c/initrd" ] || return 0
+		# A changed /init or module list needs only a new initramfs.
+		[ "$RIG_SRC/guest-init" -nt "$c/initrd" ] ||
+			[ "$RIG_SRC/rig.sh" -nt "$c/initrd" ] || return 0
 		_rig_initrd "$c"
 		return
 	fi
@@ -159,7 +168,7 @@ _rig_initrd() {
 	cp /bin/busybox "$ir/bin/busybox" || return 1
 	ln -s busybox "$ir/bin/sh"
 	: >"$ir/mods/order"
-	for m in virtio_pci virtio_net 9pnet_virtio 9p overlay; do
+	for m in virtio_pci virtio_net e1000 9pnet_virtio 9p overlay; do
 		modprobe -d "$c/modules" -S "$RIG_KVER" --show-depends "$m" |
 			while read -r line; do
 				case $line in
@@ -192,7 +201,7 @@ _rig_initrd() {
 # Fails (returns 1) when a guest does not come up in RIG_BOOT_TIMEOUT
 # seconds, showing the end of its console.
 rig_boot() {
-	local dev=$1 i base c=$RIG_CACHE/$RIG_KVER
+	local dev=$1 i base nic c=$RIG_CACHE/$RIG_KVER
 	case $dev in rxe | siw) ;; *) _rig_log "rig_boot: rxe or siw"; return 1 ;; esac
 	[ -n "$RIG_KVER" ] || RIG_KVER=$(_rig_kver)
 	c=$RIG_CACHE/$RIG_KVER
@@ -216,6 +225,11 @@ rig_boot() {
 	else
 		_rig_log "udpbuf.c did not build; the wire keeps small buffers"
 	fi
+	nic=$RIG_NIC
+	[ -n "$nic" ] || case $dev in
+	siw) nic=e1000 ;;
+	*) nic=virtio-net-pci ;;
+	esac
 	for i in 0 1; do
 		mkdir -p "$RIG_DIR/g$i/cmd"
 		cp "$RIG_SRC/guest-agent.sh" "$RIG_DIR/g$i/agent.sh"
@@ -233,7 +247,7 @@ rig_boot() {
 			-fsdev local,id=shared,path="$RIG_DIR/shared",security_model=none \
 			-device virtio-9p-pci,fsdev=shared,mount_tag=shared \
 			-netdev socket,id=n0,udp=127.0.0.1:${_RIG_PORTS[1 - i]},localaddr=127.0.0.1:${_RIG_PORTS[i]} \
-			-device virtio-net-pci,netdev=n0,mac=52:54:00:77:00:0$((i + 1)) \
+			-device "$nic",netdev=n0,mac=52:54:00:77:00:0$((i + 1)) \
 			>"$RIG_DIR/g$i/qemu.log" 2>&1 &
 		_RIG_PIDS[i]=$!
 	done
@@ -372,9 +386,35 @@ rig_diag() {
 	for i in 0 1; do
 		echo "guest $i:"
 		rig_alive "$i" || { echo "  (its qemu has exited)"; continue; }
-		rig_run "$i" 60 "dmesg | tail -20; ip -s link show eth0" 2>&1 |
+		rig_run "$i" 60 "dmesg | grep -v 'speed is unknown' | tail -40; ip -s link show eth0; grep -E 'virtio|eth|CPU' /proc/interrupts; tc -s qdisc show dev eth0; cat /proc/net/softnet_stat; ip neigh" 2>&1 |
 			sed 's/^/  /'
 	done
+	for i in 0 1; do
+		[ -s "$RIG_DIR/g$i/qemu.log" ] || continue
+		echo "qemu $i said:"
+		sed 's/^/  /' "$RIG_DIR/g$i/qemu.log"
+	done
+	# Whether each qemu still sends and receives the wire's datagrams
+	# while guest 0 pings guest 1, and the host's UDP drop counters.
+	if command -v strace >/dev/null; then
+		local p0 p1
+		echo "both qemus' datagrams during a ping from guest 0:"
+		timeout 6 strace -f -tt -e trace=sendto,recvfrom \
+			-p "${_RIG_PIDS[0]}" -o "$RIG_DIR/strace0" 2>/dev/null &
+		p0=$!
+		timeout 6 strace -f -tt -e trace=sendto,recvfrom \
+			-p "${_RIG_PIDS[1]}" -o "$RIG_DIR/strace1" 2>/dev/null &
+		p1=$!
+		sleep 0.5
+		rig_run 0 30 "busybox ping -c 2 -w 3 ${RIG_IP[1]}" 2>&1 |
+			sed 's/^/  ping: /'
+		wait "$p0" "$p1"
+		for i in 0 1; do
+			echo "  qemu $i: $(grep -c 'sendto(' "$RIG_DIR/strace$i") sendto, $(grep -c 'recvfrom(' "$RIG_DIR/strace$i") recvfrom; the last:"
+			tail -4 "$RIG_DIR/strace$i" | cut -c1-160 | sed 's/^/    /'
+		done
+		grep Udp: /proc/net/snmp | sed 's/^/  /'
+	fi
 	echo "host, the wire's sockets (Recv-Q Send-Q):"
 	ss -uanp 2>/dev/null | grep -E ":(${_RIG_PORTS[0]}|${_RIG_PORTS[1]})\b" |
 		sed 's/^/  /'
