@@ -30,7 +30,10 @@
  * SIGKILL at step S: during the step's ring exchange or allreduce, after
  * a random delay of up to 2 ms, or at the latest before the next step;
  * with @recovery appended, at a random moment of the first recovery
- * after step S, to test a death inside ps_comm_agree or ps_comm_shrink.
+ * from a death at step S or later, to test a death inside
+ * ps_comm_agree or ps_comm_shrink. A rank meets such a death with S
+ * steps done, or S - 1: the rank that died may have finished step S - 1
+ * first.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -94,7 +97,7 @@ static void usage(FILE *f)
 		"S\n"
 		"             (during its allreduce; with @recovery, during the "
 		"first\n"
-		"             recovery after step S)\n"
+		"             recovery from a death at step S or later)\n"
 		"  --timing   print when a step fails and when the next one "
 		"completes\n"
 		"  --grow N@S N new processes join at step S (start them with "
@@ -208,7 +211,7 @@ static void maybe_die(const struct ctx *c, const struct opts *o,
 	for (int i = 0; i < o->nfail && !armed; i++)
 		if (o->fail[i].rank == c->wrank &&
 		    o->fail[i].in_recovery == in_recovery &&
-		    c->done >= o->fail[i].step) {
+		    c->done + in_recovery >= o->fail[i].step) {
 			armed = 1;
 			die_soon(c);
 		}

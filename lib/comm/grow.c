@@ -14,6 +14,7 @@
 #include "live/live.h"
 #include "net/net.h"
 #include "util/log.h"
+#include "util/util.h"
 
 void psc_comm_grow_root(const struct ps_comm *c, int r0, char *root,
 			size_t len)
@@ -127,6 +128,27 @@ int psc_comm_grow_to(struct ps_comm *c, const char *root, int n_new,
 	return failed ? psc_comm_failure(c, failed) : rc;
 }
 
+/*
+ * Whether a failed rebuild lost a survivor (why says which). A survivor
+ * that dies during it, the rendezvous's host above all, can fail this
+ * rank's bootstrap (its connection reset) before the liveness monitor
+ * tells its death: that is waited for, up to PS_COMM_PEER_TIMEOUT, so
+ * that every survivor reports the death alike (PS_COMM_ERR_PEER) and
+ * shrinks again, and not this rank alone a bootstrap failure.
+ */
+static bool rebuild_lost_survivor(struct ps_comm *c, char *why, size_t len)
+{
+	double end = psc_now() + c->params.peer_timeout;
+	unsigned step = 0;
+
+	while (!survivor_dead(c, why, len)) {
+		if (psc_now() >= end)
+			return false;
+		psc_backoff_sleep(0.001, 0.05, step++, false, end);
+	}
+	return true;
+}
+
 int psc_comm_rebuild(struct ps_comm *c, uint32_t ctx,
 		     struct ps_comm **newcomm)
 {
@@ -163,7 +185,7 @@ int psc_comm_rebuild(struct ps_comm *c, uint32_t ctx,
 		g.size, root);
 	rc = bootstrap_from(c, &g, "ps_comm_shrink", newcomm);
 	c->rebuilt = rc == 0;
-	if (rc && survivor_dead(c, why, sizeof(why))) {
+	if (rc && rebuild_lost_survivor(c, why, sizeof(why))) {
 		psc_comm_set_error(c, "ps_comm_shrink: %s", why);
 		rc = PS_COMM_ERR_PEER;
 	}
