@@ -98,9 +98,10 @@ struct psc_caps {
 				 * receives for them (needs chunks_wait) */
 	bool connect_race;	/* connections open on the first send and a
 				 * crossing connect can replace a live one,
-				 * losing what was sent on it (net): a new
-				 * world connects its ranks pairwise first
-				 * (comm/wire.c) */
+				 * losing what was sent on it (net), or come
+				 * up at its accepting end only (rxm on
+				 * iWARP): a new world connects its ranks
+				 * pairwise first (comm/wire.c) */
 	bool resend_on_reset;	/* a send whose connection closed under it
 				 * (crossing connects, net) never went out:
 				 * post it again, a few times at most */

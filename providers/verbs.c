@@ -130,6 +130,22 @@ static void verbs_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	if (c->link == PSC_LINK_IWARP)
 		c->cq_data_size = 0;
 	/*
+	 * rxm opens a connection on the first send, from either end, and on
+	 * iWARP (siw, tests/rdma) a new one sometimes came up at its
+	 * accepting end only: connected there ("shutdown conn ... state 3"
+	 * in rxm's ep_ctrl log a moment later), still connecting at the
+	 * other, which connected again. A send the accepting end injected
+	 * meanwhile is lost without a word (rxm 1.17 drops an inject's
+	 * error completion), and crossing connects (a 2-rank allreduce's
+	 * first messages) make the accepting end send at once: the
+	 * collectives suite once hung there. So a new world on iWARP
+	 * connects its ranks pairwise from the lower rank first
+	 * (comm/wire.c). Not on RoCE and InfiniBand, where rxm connects on
+	 * demand so that a large job does not open every pair's queue pair.
+	 */
+	if (c->same_eager_limit && c->link == PSC_LINK_IWARP)
+		c->connect_race = true;
+	/*
 	 * On iWARP pscomm splits messages at rxm's eager size, so that rxm
 	 * neither reads (rendezvous) nor segments (SAR); libfabric has a
 	 * bug on each path (tests/rdma, doc/fabrics.md):

@@ -229,7 +229,8 @@ END_TEST
  * later send first, and libfabric's verbs then corrupts its send list)
  * nor sends a segmented message (rxm_close_conn loops for ever on a half
  * received one when the peer's connection shuts down); RoCE keeps the
- * provider's limit.
+ * provider's limit. A new world on iWARP connects its ranks pairwise
+ * first (connect_race); on RoCE and InfiniBand rxm connects on demand.
  */
 START_TEST(test_verbs_iwarp_eager)
 {
@@ -244,6 +245,8 @@ START_TEST(test_verbs_iwarp_eager)
 	ck_assert_int_eq(c.link, PSC_LINK_IWARP);
 	ck_assert_uint_eq(c.max_msg_size, 16384 - 64);
 	ck_assert_uint_eq(c.cq_data_size, 0);
+	/* Connections come up at one end only: a new world wires first. */
+	ck_assert(c.connect_race);
 	setenv("FI_OFI_RXM_SAR_LIMIT", "262144", 1);
 	ops->derive_caps(i, &c);
 	ck_assert_uint_eq(c.max_msg_size, 16384 - 64);
@@ -256,6 +259,7 @@ START_TEST(test_verbs_iwarp_eager)
 	i->fabric_attr->name = strdup("IB-0xfe80000000000000");
 	ops->derive_caps(i, &c);
 	ck_assert_uint_eq(c.max_msg_size, 1ULL << 30);
+	ck_assert(!c.connect_race);
 	fi_freeinfo(i);
 }
 END_TEST
