@@ -171,6 +171,12 @@ static size_t large_chunk(const struct ps_comm_request *p)
 	return (size_t)psc_be_get(p->scratch + 20, 4);
 }
 
+/* Its stream id: the chunks' and the go-ahead's tags carry it. */
+static uint32_t large_seq(const struct ps_comm_request *p)
+{
+	return (uint32_t)psc_be_get(p->scratch + 16, 4);
+}
+
 /*
  * Whether chunk child k of a large message goes on to the next chunk: 1
  * yes; 0 no (every chunk is posted, or the message failed already: k
@@ -248,7 +254,7 @@ static const struct psc_req_ops chunk_send_ops = {
 static int post_chunks(struct ps_comm_request *p)
 {
 	const struct psc_chan *ch = p->owner;
-	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
+	uint32_t seq = large_seq(p);
 	uint64_t ctag = psc_tag_make(&ch->tl, PSC_PROTO_CONT, false, ch->ctx,
 				     (uint32_t)p->status.source, seq);
 	uint64_t end = PSC_MIN(p->chunk_limit, large_total(p));
@@ -294,7 +300,7 @@ static int post_cts_recv(struct ps_comm_request *p, struct ps_comm_request *k)
 {
 	const struct psc_chan *ch = p->owner;
 	const struct psc_tag_layout *tl = &ch->tl;
-	uint32_t seq = (uint32_t)psc_be_get(p->scratch + 16, 4);
+	uint32_t seq = large_seq(p);
 
 	if (k) {
 		k->state = PSC_REQ_QUEUED;
@@ -419,7 +425,7 @@ static bool cts_by_window(const struct ps_comm_request *r)
 static int send_cts(struct ps_comm_request *r)
 {
 	const struct psc_chan *ch = r->owner;
-	uint32_t seq = (uint32_t)psc_be_get(r->scratch + 16, 4);
+	uint32_t seq = large_seq(r);
 	int src = r->status.source;
 	struct ps_comm_request *k;
 	fi_addr_t to;
