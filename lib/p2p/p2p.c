@@ -322,12 +322,27 @@ static int post_cts_recv(struct ps_comm_request *p, struct ps_comm_request *k)
  * wait, a header and the receive of the go-ahead (from any rank: the
  * stream id is the sender's own). Lock held.
  */
+/*
+ * Whether large send p of len bytes goes without waiting for the
+ * go-ahead where chunks wait for it: only as one chunk that its provider
+ * completes once the receiver matched it (caps.ahead_min), and only with
+ * a unit of its endpoint's few (psc_ep_ahead_take). This spares a small
+ * large message the go-ahead's round trip on shm. Lock held.
+ */
+static bool goes_ahead(struct ps_comm_request *p, size_t len)
+{
+	const struct psc_caps *c = psc_ep_caps(p->ep);
+
+	return c->ahead_min && len >= c->ahead_min &&
+	       len <= c->max_msg_size && psc_ep_ahead_take(p->ep, p);
+}
+
 static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       unsigned proto, const void *buf, size_t len,
 		       uint32_t src, uint32_t tag)
 {
 	const struct psc_tag_layout *tl = &ch->tl;
-	bool waits = psc_ep_caps(p->ep)->chunks_wait;
+	bool waits = psc_ep_caps(p->ep)->chunks_wait && !goes_ahead(p, len);
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
 	struct ps_comm_request *k = NULL;
 	int rc;
