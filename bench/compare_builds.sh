@@ -7,7 +7,7 @@
 # summary is a Markdown table of medians, spreads and new/old ratios.  See
 # bench/README.md.
 #
-# usage: bench/compare_builds.sh [-r ROUNDS] [-c PATTERN] [-o CSV] [-t SECONDS] OLD_BUILD NEW_BUILD
+# usage: bench/compare_builds.sh [-r ROUNDS] [-c PATTERN] [-o CSV] [-t SECONDS] [-a CPUS] OLD_BUILD NEW_BUILD
 #        (the options may also follow the build directories)
 #   OLD_BUILD, NEW_BUILD  tops of two configured and built pscomm trees, each
 #                with tools/ps_comm_run, examples/pingpong, examples/allreduce
@@ -19,6 +19,9 @@
 #                the summary goes to CSV with .md in place of .csv, and the
 #                output of every run to the directory CSV with .logs
 #   -t SECONDS   limit per run, passed to ps_comm_run --timeout (default 60)
+#   -a CPUS      run every job under taskset -c CPUS, e.g. -a 0 to put all
+#                ranks on one core, where every wait hands the core over
+#                and a protocol's extra round trip shows plainly
 #
 # Exit status: 0 when every run succeeded, 1 when a run failed (its stderr
 # is shown, and that case is dropped for the remaining rounds), 2 for bad
@@ -38,12 +41,14 @@ ROUNDS=7
 RUN_TIMEOUT=60
 csv=""
 pattern=""
+cpus=""
 dirs=()
 while [[ $# -gt 0 ]]; do
     case $1 in
-    -r|-o|-t|-c) [[ $# -ge 2 ]] || die "$1 needs a value"
+    -r|-o|-t|-c|-a) [[ $# -ge 2 ]] || die "$1 needs a value"
         case $1 in
         -r) ROUNDS=$2 ;; -o) csv=$2 ;; -t) RUN_TIMEOUT=$2 ;; -c) pattern=$2 ;;
+        -a) cpus=$2 ;;
         esac
         shift 2 ;;
     -h|--help) usage; exit 0 ;;
@@ -61,6 +66,9 @@ ROUNDS=$((10#$ROUNDS))
 if [[ ! $RUN_TIMEOUT =~ ^[0-9]+([.][0-9]+)?$ ]] ||
    awk -v t="$RUN_TIMEOUT" 'BEGIN { exit !(t + 0 == 0) }'; then
     die "-t needs a positive number of seconds (got '$RUN_TIMEOUT')"
+fi
+if [[ -n $cpus ]] && ! taskset -c "$cpus" true 2>/dev/null; then
+    die "-a needs a CPU list that taskset accepts here (got '$cpus')"
 fi
 
 declare -A builds
@@ -153,6 +161,7 @@ case_cmd() {
     cmd=("$2/tools/ps_comm_run" -n "$nranks" --provider "$prov"
          --timeout "$RUN_TIMEOUT" -- "$2/examples/$prog"
          -m "$size" -M "$size" -i "$iters" --csv)
+    [[ -z $cpus ]] || cmd=(taskset -c "$cpus" "${cmd[@]}")
 }
 
 # Run `cmd` with output to $1.csv / $1.err and print column $3 of the row
