@@ -318,11 +318,6 @@ static int post_cts_recv(struct ps_comm_request *p, struct ps_comm_request *k)
 }
 
 /*
- * Post a large send as a header plus chunks, or, when the chunks must
- * wait, a header and the receive of the go-ahead (from any rank: the
- * stream id is the sender's own). Lock held.
- */
-/*
  * Whether large send p of len bytes goes without waiting for the
  * go-ahead where chunks wait for it: only as one chunk that its provider
  * completes once the receiver matched it (caps.ahead_min), and only with
@@ -333,10 +328,17 @@ static bool goes_ahead(struct ps_comm_request *p, size_t len)
 {
 	const struct psc_caps *c = psc_ep_caps(p->ep);
 
+	/* One chunk: isend_large's chunk size, at most 4 GiB - 1. */
 	return c->ahead_min && len >= c->ahead_min &&
-	       len <= c->max_msg_size && psc_ep_ahead_take(p->ep, p);
+	       len <= PSC_MIN(c->max_msg_size, (size_t)UINT32_MAX) &&
+	       psc_ep_ahead_take(p->ep, p);
 }
 
+/*
+ * Post a large send as a header plus chunks, or, when the chunks must
+ * wait, a header and the receive of the go-ahead (from any rank: the
+ * stream id is the sender's own). Lock held.
+ */
 static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       unsigned proto, const void *buf, size_t len,
 		       uint32_t src, uint32_t tag)
