@@ -593,8 +593,7 @@ bool psc_ep_ahead_take(struct psc_ep *ep, struct ps_comm_request *r)
 					       __ATOMIC_RELAXED),
 			       (size_t)1);
 
-	if (!c->ahead_min || !c->chunks_credit || r->ahead ||
-	    ep->ahead >= PSC_EP_AHEAD_MAX ||
+	if (r->ahead || ep->ahead >= PSC_EP_AHEAD_MAX ||
 	    ((size_t)ep->ahead + 1) * 2 * peers > c->rx_size)
 		return false;
 	ep->ahead++;

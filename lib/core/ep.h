@@ -109,13 +109,13 @@ uint64_t psc_ep_tag_format(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
 /*
- * Let large send r go without its receiver's go-ahead, if a unit is free:
- * true and r holds it (r->ahead) until it completes or is freed. Units
- * exist only where the provider names a size (caps.ahead_min) and
- * chunks_credit bounds unexpected arrivals: then ep has at most
- * PSC_EP_AHEAD_MAX, and no more than half the receive pool shared among
- * the addresses it knows, so that these sends, unexpected at their
- * receiver until it matches them, cannot fill its pool. Lock held.
+ * Let large send r go without its receiver's go-ahead (p2p decides which
+ * may; caps.ahead_min), if a unit is free: true and r holds it
+ * (r->ahead) until it completes or is freed. ep has at most
+ * PSC_EP_AHEAD_MAX, and no more than half the receive pool (rx_size)
+ * shared among the addresses it knows, so that these sends, unexpected
+ * at their receiver until it matches them, cannot fill its pool. Lock
+ * held.
  */
 bool psc_ep_ahead_take(struct psc_ep *ep, struct ps_comm_request *r);
 #define PSC_EP_AHEAD_MAX 4u

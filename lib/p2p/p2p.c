@@ -317,21 +317,27 @@ static int post_cts_recv(struct ps_comm_request *p, struct ps_comm_request *k)
 	return post_kid(k, true);
 }
 
+/* The chunk size a large send on an endpoint with caps c announces. */
+static size_t send_chunk(const struct psc_caps *c)
+{
+	return PSC_MIN(c->max_msg_size, (size_t)UINT32_MAX);
+}
+
 /*
  * Whether large send p of len bytes goes without waiting for the
- * go-ahead where chunks wait for it: only as one chunk that its provider
- * completes once the receiver matched it (caps.ahead_min), and only with
- * a unit of its endpoint's few (psc_ep_ahead_take). This spares a small
- * large message the go-ahead's round trip on shm. Lock held.
+ * go-ahead where chunks wait for it: only where unexpected arrivals are
+ * bounded by the go-ahead (caps.chunks_credit), as one chunk that its
+ * provider completes once the receiver matched it (caps.ahead_min), and
+ * only with one of its endpoint's few units (psc_ep_ahead_take). This
+ * spares a small large message the go-ahead's round trip on shm. Lock
+ * held.
  */
 static bool goes_ahead(struct ps_comm_request *p, size_t len)
 {
 	const struct psc_caps *c = psc_ep_caps(p->ep);
 
-	/* One chunk: isend_large's chunk size, at most 4 GiB - 1. */
-	return c->ahead_min && len >= c->ahead_min &&
-	       len <= PSC_MIN(c->max_msg_size, (size_t)UINT32_MAX) &&
-	       psc_ep_ahead_take(p->ep, p);
+	return c->chunks_credit && c->ahead_min && len >= c->ahead_min &&
+	       len <= send_chunk(c) && psc_ep_ahead_take(p->ep, p);
 }
 
 /*
@@ -357,10 +363,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	psc_be_put(p->scratch + 4, waits ? LARGE_WAITS : 0, 4);
 	psc_be_put(p->scratch + 8, len, 8);
 	psc_be_put(p->scratch + 16, seq, 4);
-	psc_be_put(p->scratch + 20,
-		   PSC_MIN(psc_ep_caps(p->ep)->max_msg_size,
-			   (size_t)UINT32_MAX),
-		   4);
+	psc_be_put(p->scratch + 20, send_chunk(psc_ep_caps(p->ep)), 4);
 	/* One registration for all chunks; without it each finds its own. */
 	psc_ep_hold_range(p->ep, p, buf, len);
 	/* Hold a reference so the parent cannot complete while posting. */

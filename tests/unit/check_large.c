@@ -11,7 +11,8 @@
  * forced here), a send holds its chunks until the receive is posted, and
  * a long message, sent half a window at a time, still costs a bounded
  * number of requests, and only a few one-chunk messages go without the
- * go-ahead where the provider allows it (caps.ahead_min). Runs on any provider (FI_PROVIDER chooses).
+ * go-ahead where the provider allows it (caps.ahead_min). Runs on any
+ * provider (FI_PROVIDER chooses).
  */
 #include <stdint.h>
 #include <stdio.h>
