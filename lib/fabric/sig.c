@@ -101,6 +101,17 @@ static void on_term(int sig)
 	raise(sig);
 }
 
+/*
+ * The process exits (exit(), or main returns) with files still listed:
+ * a program that gives up on an error without finalizing, or a ps-lite
+ * node whose van lost a peer. _exit() skips this, as does a death by a
+ * signal that on_term does not handle.
+ */
+__attribute__((destructor)) static void remove_at_exit(void)
+{
+	remove_files();
+}
+
 /* pscomm's handler for each of the blocked signals left at the default. */
 static void install_handler(void)
 {

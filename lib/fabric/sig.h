@@ -76,12 +76,15 @@ void psc_sig_guard_leave(struct psc_sig_guard *g);
 int psc_sig_drop_provider_handlers(void);
 
 /*
- * Remove, when a termination signal ends this process, the files in
- * /dev/shm whose names begin with prefix (e.g. "1234:", which should
- * carry this process's pid: a child forked later removes nothing of its
- * parent's). pscomm keeps such files only while it runs (shared-memory
- * queues and rings); a SIGTERM, SIGINT or SIGHUP at its default action
- * would otherwise leave them behind for ever.
+ * Remove, when a termination signal ends this process or it exits
+ * (exit(), or main returns), the files in /dev/shm whose names begin
+ * with prefix (e.g. "1234:", which should carry this process's pid: a
+ * child forked later removes nothing of its parent's). pscomm keeps such
+ * files only while it runs (shared-memory queues and rings); a SIGTERM,
+ * SIGINT or SIGHUP at its default action, or a program that exits on an
+ * error without closing what it opened, would otherwise leave them
+ * behind for ever. _exit() and SIGKILL leave them (the survivors on the
+ * host and ps_comm_run remove those of a dead rank).
  *
  * The first call installs pscomm's handler for each of those three
  * signals whose disposition is the default (one the program handles or

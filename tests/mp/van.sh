@@ -12,11 +12,14 @@
 # SIGKILL in the middle of the traffic, which the worker must report;
 # and a server stopped (SIGSTOP) in the middle of the traffic, which
 # neither the fabric nor a closed port reports: the worker must find it
-# by its unanswered probes within PS_COMM_PEER_TIMEOUT.
+# by its unanswered probes within PS_COMM_PEER_TIMEOUT. Every kvstore
+# process that ends by itself, on an error or not, must leave no file in
+# /dev/shm.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/unit/check_van"
 KV="$top_builddir/examples/kvstore"
 providers=${PSC_TEST_PROVIDERS:-tcp net shm}
+launcher_scratch van
 # "auto" is the van's default, FI_PROVIDER unset: shm to the nodes of
 # this node and the network provider to the others. It runs where shm
 # and tcp are both tested.
@@ -39,8 +42,37 @@ fabenv() {
 	fi
 }
 
+# kvstore PIDFILE ARGS...: examples/kvstore ARGS, under a timeout of
+# 120 s, after writing its own pid to PIDFILE.
+kvstore() {
+	_kv_pidfile=$1
+	shift
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	timeout 120 sh -c 'echo $$ >>"$0"; exec "$@"' "$_kv_pidfile" "$KV" "$@"
+}
+
+# no_files_left WHAT: fail the check WHAT if a process listed in
+# $tmp/pids left a file in /dev/shm (made after $tmp/stamp), and
+# remove them.
+no_files_left() {
+	# shellcheck disable=SC2046 # one pid per word
+	left=$(shm_files_of "$tmp/stamp" $(cat "$tmp/pids"))
+	[ -z "$left" ] && return 0
+	# shellcheck disable=SC2086 # one word per file
+	not_ok "$1: left in /dev/shm: $(printf "%s " $left)"
+	for f in $left; do rm -f "/dev/shm/$f"; done
+	return 1
+}
+
+# kv_scratch: a fresh $tmp/pids and $tmp/stamp for one job.
+kv_scratch() {
+	: >"$tmp/pids"
+	touch "$tmp/stamp"
+}
+
 # kvstore_start ROLE COUNT ARGS...: COUNT kvstore processes of ROLE in the
-# background, output appended to $log, their pids appended to $pids.
+# background, output appended to $log, their pids appended to $pids (and
+# the kvstores' own to $tmp/pids).
 kvstore_start() {
 	role=$1 n=$2
 	shift 2
@@ -51,8 +83,8 @@ kvstore_start() {
 	node=${KV_SPLIT:+kv-node-$role}
 	[ "$role" = scheduler ] && node=${KV_SPLIT:+kv-node-server}
 	while [ $i -lt "$n" ]; do
-		DMLC_ROLE=$role PS_COMM_NODE_ID=$node timeout 120 "$KV" "$@" \
-			>>"$log" 2>&1 &
+		DMLC_ROLE=$role PS_COMM_NODE_ID=$node \
+			kvstore "$tmp/pids" "$@" >>"$log" 2>&1 &
 		pids="$pids $!"
 		i=$((i + 1))
 	done
@@ -64,6 +96,7 @@ kvstore_job() {
 	shift 3
 	log=$(mktemp)
 	pids=
+	kv_scratch
 	# The scheduler's port is fixed (max_retry 0), as in ps-lite.
 	free_port
 	fabenv "$prov"
@@ -80,7 +113,10 @@ kvstore_job() {
 		DMLC_NUM_WORKER
 	# Every worker must report, with no wrong value.
 	good=$(grep -c ", 0 wrong values" "$log")
-	if [ $bad -eq 0 ] && [ "$good" -eq "$nw" ]; then
+	what="kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}"
+	if ! no_files_left "$what"; then
+		:
+	elif [ $bad -eq 0 ] && [ "$good" -eq "$nw" ]; then
 		ok "kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}: $(grep -m1 'worker' "$log")"
 	else
 		not_ok "kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}"
@@ -132,15 +168,16 @@ kvstore_kill() {
 	log=$(mktemp) slog=$(mktemp)
 	free_port
 	fabenv "$prov"
+	kv_scratch
 	export DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
-	DMLC_ROLE=scheduler timeout 60 "$KV" -k 2 -s 4194304 -i 100000 \
-		>"$slog" 2>&1 &
+	DMLC_ROLE=scheduler kvstore "$tmp/pids" -k 2 -s 4194304 \
+		-i 100000 >"$slog" 2>&1 &
 	sched=$!
 	DMLC_ROLE=server "$KV" -k 2 -s 4194304 -i 100000 >/dev/null 2>&1 &
 	server=$!
-	DMLC_ROLE=worker PS_COMM_LOG_LEVEL=debug timeout 60 "$KV" -k 2 \
-		-s 4194304 -i 100000 >"$log" 2>&1 &
+	DMLC_ROLE=worker PS_COMM_LOG_LEVEL=debug kvstore "$tmp/pids" \
+		-k 2 -s 4194304 -i 100000 >"$log" 2>&1 &
 	worker=$!
 	unset FI_PROVIDER DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_SERVER \
 		DMLC_NUM_WORKER
@@ -159,9 +196,12 @@ kvstore_kill() {
 	src=$?
 	took=$(($(date +%s) - t0))
 	wait "$server" 2>/dev/null
-	# The killed server left its shm region (and rings) behind.
+	# The killed server left its shm region (and rings) behind; the
+	# worker and the scheduler, which gave up, left nothing.
 	rm -f "/dev/shm/$server:"* "/dev/shm/psc-ring-$server-"*
-	if [ $wrc -ne 0 ] && [ $wrc -ne 124 ] && [ $src -ne 0 ] &&
+	if ! no_files_left "kvstore on $prov: server killed after $delay s"; then
+		:
+	elif [ $wrc -ne 0 ] && [ $wrc -ne 124 ] && [ $src -ne 0 ] &&
 		[ $src -ne 124 ] && [ $took -le 20 ] &&
 		grep -q "kvstore: node [0-9]* failed" "$log"; then
 		ok "kvstore on $prov: server killed after $delay s, worker out in" \
@@ -196,15 +236,17 @@ kvstore_stop() {
 	log=$(mktemp)
 	free_port
 	fabenv "$prov"
+	kv_scratch
 	export DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
-	DMLC_ROLE=scheduler PS_COMM_PEER_TIMEOUT=600 timeout 60 "$KV" -k 4 \
-		-s 65536 -i 1000000 >/dev/null 2>&1 &
+	: >"$tmp/spid"
+	DMLC_ROLE=scheduler PS_COMM_PEER_TIMEOUT=600 kvstore "$tmp/spid" \
+		-k 4 -s 65536 -i 1000000 >/dev/null 2>&1 &
 	sched=$!
 	DMLC_ROLE=server "$KV" -k 4 -s 65536 -i 1000000 >/dev/null 2>&1 &
 	server=$!
-	DMLC_ROLE=worker PS_COMM_PEER_TIMEOUT=3 timeout 60 "$KV" -v -k 4 \
-		-s 65536 -i 1000000 >"$log" 2>&1 &
+	DMLC_ROLE=worker PS_COMM_PEER_TIMEOUT=3 kvstore "$tmp/pids" -v \
+		-k 4 -s 65536 -i 1000000 >"$log" 2>&1 &
 	worker=$!
 	unset FI_PROVIDER DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_SERVER \
 		DMLC_NUM_WORKER
@@ -220,11 +262,16 @@ kvstore_stop() {
 	wait "$worker"
 	wrc=$?
 	took=$(echo "$t0 $(date +%s.%N)" | awk '{ printf "%.1f", $2 - $1 }')
-	kill -9 "$server" "$sched" 2>/dev/null
+	# The scheduler ends by SIGTERM, which removes its files too.
+	kill -9 "$server"
+	kill -TERM "$(cat "$tmp/spid")" 2>/dev/null
+	cat "$tmp/spid" >>"$tmp/pids"
 	wait "$server" 2>/dev/null
 	wait "$sched" 2>/dev/null
 	rm -f "/dev/shm/$server:"* "/dev/shm/psc-ring-$server-"*
-	if awk "BEGIN { exit !($took <= 15) }" &&
+	if ! no_files_left "kvstore on $prov: server stopped"; then
+		:
+	elif awk "BEGIN { exit !($took <= 15) }" &&
 		{ { [ $wrc -eq 1 ] && grep -q "kvstore: node 8 failed" "$log"; } ||
 			{ [ $wrc -eq 75 ] && grep -q " for node 8 " "$log"; }; }; then
 		ok "kvstore on $prov: server stopped, worker out in $took s" \

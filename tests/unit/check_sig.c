@@ -7,7 +7,8 @@
  * the application's own handler when it had one, and leave the thread's
  * mask and a nest of guards as they were. And psc_sig_remove_on_term:
  * a termination signal at its default action removes the process's
- * files in /dev/shm, and still ends it by the signal.
+ * files in /dev/shm, and still ends it by the signal; so does exit(),
+ * though not _exit() nor a forked child's exit.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -250,6 +251,33 @@ static void ignored_term(void)
 	raise(SIGTERM);
 }
 
+/* A program that gives up on an error without closing pscomm. */
+static void exit_after_register(void)
+{
+	register_own();
+	exit(3);
+}
+
+/* _exit runs no destructor: the files stay (the survivors' to remove). */
+static void underscore_exit_after_register(void)
+{
+	register_own();
+	_exit(4);
+}
+
+START_TEST(test_exit_removes_files)
+{
+	bool left;
+	int st = in_child(exit_after_register, &left);
+
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 3);
+	ck_assert(!left);
+	st = in_child(underscore_exit_after_register, &left);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 4);
+	ck_assert(left);
+}
+END_TEST
+
 START_TEST(test_term_removes_files)
 {
 	bool left;
@@ -291,6 +319,14 @@ START_TEST(test_forked_child_spares_parent)
 	ck_assert_int_eq(waitpid(c, &st, 0), c);
 	ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM);
 	ck_assert(shm_file(getpid(), "a", false));
+	/* Nor by exiting. */
+	c = fork();
+	ck_assert_int_ge(c, 0);
+	if (c == 0)
+		exit(0);
+	ck_assert_int_eq(waitpid(c, &st, 0), c);
+	ck_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	ck_assert(shm_file(getpid(), "a", false));
 	ck_assert_int_eq(psc_sig_remove_on_term(""), -EINVAL);
 	/* Removed by the signal, as a check that it was the parent's. */
 	raise(SIGTERM);
@@ -311,6 +347,7 @@ int main(void)
 	tcase_add_test(tc, test_ignored_kept);
 	tcase_add_test(tc, test_nest_and_mask);
 	tcase_add_test(tc, test_term_removes_files);
+	tcase_add_test(tc, test_exit_removes_files);
 	tcase_add_test(tc, test_term_ignored_removes_nothing);
 	tcase_add_test_raise_signal(tc, test_forked_child_spares_parent,
 				    SIGTERM);
