@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "core/ep_int.h"
+#include "fabric/sig.h"
 #include "provider.h"
 
 struct psc_owner_fail {
@@ -180,9 +181,13 @@ void psc_ep_abandon(struct psc_ep *ep, int status)
 {
 	struct psc_ep *pair = __atomic_load_n(&ep->pair, __ATOMIC_ACQUIRE);
 
-	/* The endpoint (and its pair) will never be closed: files go now. */
+	/*
+	 * The endpoint (and its pair) will never be closed, nor the
+	 * process's others: files go now.
+	 */
 	remove_files(ep);
 	if (pair)
 		remove_files(pair);
+	psc_sig_remove_files();
 	_exit(status);
 }

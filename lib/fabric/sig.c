@@ -63,7 +63,7 @@ static bool is_mine(const char *name, pid_t me, unsigned n)
  * Remove this process's files in /dev/shm. Async-signal-safe: system
  * calls only (getdents64, not readdir, which may allocate).
  */
-static void remove_files(void)
+void psc_sig_remove_files(void)
 {
 	unsigned n = __atomic_load_n(&nprefixes, __ATOMIC_ACQUIRE);
 	char buf[4096] __attribute__((aligned(8)));
@@ -96,7 +96,7 @@ static void on_term(int sig)
 {
 	int e = errno;
 
-	remove_files();
+	psc_sig_remove_files();
 	errno = e;
 	raise(sig);
 }
@@ -109,7 +109,7 @@ static void on_term(int sig)
  */
 __attribute__((destructor)) static void remove_at_exit(void)
 {
-	remove_files();
+	psc_sig_remove_files();
 }
 
 /* pscomm's handler for each of the blocked signals left at the default. */

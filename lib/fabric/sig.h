@@ -99,4 +99,10 @@ int psc_sig_drop_provider_handlers(void);
 #define PSC_SIG_PREFIXES 8
 int psc_sig_remove_on_term(const char *prefix);
 
+/*
+ * Remove this process's files of psc_sig_remove_on_term's prefixes now:
+ * for a process about to end by _exit(). Async-signal-safe; any thread.
+ */
+void psc_sig_remove_files(void);
+
 #endif

@@ -24,6 +24,7 @@
  * late is waited for.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
@@ -44,6 +45,7 @@
 #include "fabric/fabric.h"
 #include "net/net.h"
 #include "p2p/p2p.h"
+#include "provider.h"
 #include "util/param.h"
 #include "util/util.h"
 #include "core/ep_int.h"
@@ -1227,6 +1229,42 @@ static void note_err(void *arg, int err)
 }
 
 /*
+ * Wait for child pid (WUNTRACED: or for its stop) into *status; once it
+ * died by a signal, remove the files it left in /dev/shm (SIGKILL leaves
+ * them, as it would in a real job).
+ */
+static void reap_child(pid_t pid, int *status, int flags)
+{
+	const struct psc_provider_ops *shm = psc_provider_lookup("shm");
+
+	ck_assert_int_eq(waitpid(pid, status, flags), pid);
+	if (!WIFSIGNALED(*status))
+		return;
+	if (shm->remove_regions)
+		shm->remove_regions(NULL, 0, (int)pid);
+	psc_shmring_remove_pid((int)pid);
+}
+
+/* Whether process pid left a file in /dev/shm (its queues or a ring). */
+static bool files_left(pid_t pid)
+{
+	char q[32], r[48];
+	struct dirent *d;
+	bool left = false;
+	DIR *dir = opendir("/dev/shm");
+
+	if (!dir)
+		return false;
+	snprintf(q, sizeof(q), "%ld:", (long)pid);
+	snprintf(r, sizeof(r), "psc-ring-%ld-", (long)pid);
+	while (!left && (d = readdir(dir)) != NULL)
+		left = strncmp(d->d_name, q, strlen(q)) == 0 ||
+		       strncmp(d->d_name, r, strlen(r)) == 0;
+	closedir(dir);
+	return left;
+}
+
+/*
  * A child process runs node 8: it connects to node 9 at the port read
  * from `in`, tells its own port on `out`, and on the first "request"
  * raises sig: SIGKILL takes it to its grave (no goodbye), SIGSTOP leaves
@@ -1351,7 +1389,7 @@ START_TEST(test_dead_node)
 	rc = ps_comm_van_recv(a.van, &m);
 	ck_assert_int_eq(rc, PS_COMM_ERR_PEER);
 	ck_assert_int_eq(m.sender, 8);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	reap_child(pid, &status, 0);
 	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 	/* About 1.5 s: a second of silence, then a refused probe. */
 	ck_assert(psc_now() - t0 < 10);
@@ -1406,7 +1444,7 @@ START_TEST(test_silent_node)
 	/* A second of silence, then 2 s of unanswered probes. */
 	ck_assert_msg(took >= 2 && took < 10, "%.1f s", took);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	reap_child(pid, &status, 0);
 	ps_comm_van_destroy(a.van);
 }
 END_TEST
@@ -1447,7 +1485,7 @@ static void large_never_granted(int sig)
 	took = psc_now() - t0;
 	ck_assert_int_eq(rc, PS_COMM_ERR_PEER);
 	ck_assert_int_eq(m.sender, 8);
-	ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+	reap_child(pid, &status, WUNTRACED);
 	ck_assert(sig == SIGKILL ? WIFSIGNALED(status) : WIFSTOPPED(status));
 	/* Silence of a second, then 2 s of probes; refused ones are quick. */
 	ck_assert_msg(took < 10, "%.1f s", took);
@@ -1459,7 +1497,7 @@ static void large_never_granted(int sig)
 	ck_assert_int_ne(__atomic_load_n(&dead_err, __ATOMIC_RELAXED), 0);
 	if (sig == SIGSTOP) {
 		ck_assert_int_eq(kill(pid, SIGKILL), 0);
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		reap_child(pid, &status, 0);
 	}
 	ps_comm_van_destroy(a.van);
 }
@@ -1803,10 +1841,13 @@ static int run_stuck(bool fail_it, const char *dog, double wait, double *took)
 	       (got = waitpid(pid, &status, WNOHANG)) == 0)
 		psc_backoff_sleep(0.01, 0.01, 0, false, 0);
 	*took = psc_now() - t0;
-	if (got == pid)
+	if (got == pid) {
+		/* The watchdog removed every file of the process's two vans. */
+		ck_assert_msg(!files_left(pid), "files left in /dev/shm");
 		return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+	}
 	kill(pid, SIGKILL);
-	waitpid(pid, &status, 0);
+	reap_child(pid, &status, 0);
 	return -1;
 }
 
