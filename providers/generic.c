@@ -177,6 +177,29 @@ size_t psc_rxm_env_size(const char *name, size_t def)
 	return *end || !n ? def : (size_t)n;
 }
 
+/*
+ * rxm makes its buffer pools at fi_endpoint, of buffers of
+ * FI_OFI_RXM_BUFFER_SIZE (16 KiB) plus a header, and touches all of
+ * them: a tcp rank held 91 MiB where Open MPI's held 13. pscomm's eager
+ * messages need 8 KiB and a 16-byte header (PSC_FIRST_EAGER); anything
+ * larger already goes as a header and chunks by rxm's rendezvous. Half
+ * the buffer halves the pools (54 MiB per tcp rank) and made a 4-rank
+ * 1 MiB allreduce on tcp faster, not slower. Fewer receives per
+ * connection (FI_OFI_RXM_MSG_RX_SIZE=256) would halve them again, but
+ * made that allreduce 1.5 times slower (bench/results/2026-12-06-scale).
+ */
+bool psc_rxm_env_default(size_t i, const char **name, char *value,
+			 size_t len, const char **why)
+{
+	if (i > 0)
+		return false;
+	*name = "FI_OFI_RXM_BUFFER_SIZE";
+	snprintf(value, len, "%d", PSC_RXM_BUFFER);
+	*why = "rxm's buffer pools hold thousands of buffers of this size; "
+	       "pscomm's eager messages need 8 KiB";
+	return true;
+}
+
 /* A boolean as libfabric reads it (1/0, yes/no, on/off, true/false). */
 static bool rxm_env_bool(const char *name, bool def)
 {

@@ -127,10 +127,10 @@ struct psc_caps {
 				 * which takes the GID of the entry's IP
 				 * address (verbs;ofi_rxm); else the GID is
 				 * the one gid_env indexes (datagrams) */
-	bool stop_unclosed;	/* closing an endpoint that served a van
-				 * can crash inside the provider (verbs;
-				 * ofi_rxm's fi_close): the van leaves it
-				 * to the process's exit */
+	bool stop_unclosed;	/* closing an endpoint can crash inside
+				 * the provider (verbs;ofi_rxm's fi_close
+				 * in libfabric 1.17): the last release
+				 * leaves it to the process's exit */
 };
 
 /*
@@ -370,6 +370,16 @@ extern const char *const psc_rxm_agree_env[];
  * 0x hex or 0 octal), or def when unset, empty, 0 or not a number.
  */
 size_t psc_rxm_env_size(const char *name, size_t def);
+
+/*
+ * env_default for families layered under ofi_rxm, entry 0:
+ * FI_OFI_RXM_BUFFER_SIZE at PSC_RXM_BUFFER (generic.c says why); false
+ * from 1. Every such family sets the same value, so the order they run
+ * in does not matter, and the ranks agree.
+ */
+#define PSC_RXM_BUFFER 8448
+bool psc_rxm_env_default(size_t i, const char **name, char *value,
+			 size_t len, const char **why);
 
 /*
  * explain_open_error for families layered under ofi_rxm: rxm opens the

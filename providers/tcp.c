@@ -25,8 +25,9 @@ static const struct psc_tunable tcp_tunables[] = {
 			 "pscomm follows PS_COMM_IFNAME unless this is set"},
 	{"FI_TCP_PORT_LOW_RANGE", "lowest port the provider listens on"},
 	{"FI_TCP_PORT_HIGH_RANGE", "highest port the provider listens on"},
-	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit; must be the same on "
-				   "every rank"},
+	{"FI_OFI_RXM_BUFFER_SIZE", "rxm eager limit and buffer size; must "
+				   "be the same on every rank; pscomm sets "
+				   "8448 unless set"},
 	{"FI_UNIVERSE_SIZE", "peers rxm sizes its completion queue for; "
 			     "pscomm sets it to the job size up to "
 			     "libfabric's default of 1024 unless set"},
@@ -76,4 +77,5 @@ const struct psc_provider_ops psc_tcp_ops = {
 	.agree_env = psc_rxm_agree_env,
 	.iface_env = "FI_TCP_IFACE",
 	.explain_open_error = tcp_explain_open_error,
+	.env_default = psc_rxm_env_default,
 };

@@ -222,9 +222,10 @@ static void shared_drop(struct psc_ep *ep)
 
 /* Close everything in libfabric's order and free ep. */
 /*
- * Poisoned endpoints, kept until the process exits: closing them could
- * spin, and keeping them reachable says they are kept on purpose (leak
- * checkers agree). Under graveyard_lock.
+ * Endpoints kept until the process exits: poisoned ones, whose closing
+ * could spin, and those of providers whose closing can crash
+ * (caps.stop_unclosed). Keeping them reachable says they are kept on
+ * purpose (leak checkers agree). Under graveyard_lock.
  */
 static struct psc_ep *graveyard;
 static pthread_mutex_t graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -233,13 +234,17 @@ static void ep_close(struct psc_ep *ep)
 {
 	pair_detach(ep);
 	/*
-	 * Closing a poisoned endpoint could spin on a dead peer's lock:
-	 * leave it, and what libfabric holds, to the process's exit.
+	 * Closing a poisoned endpoint could spin on a dead peer's lock, and
+	 * closing one on verbs;ofi_rxm can crash: leave it, and what
+	 * libfabric holds, to the process's exit.
 	 */
-	if (psc_ep_poisoned(ep)) {
+	if (psc_ep_poisoned(ep) || ep->fab.caps.stop_unclosed) {
 		psc_log(PSC_LOG_INFO, ep->fab.rank, "endpoint on %s left "
-			"unclosed: a node-local peer died and may hold its "
-			"locks", psc_fab_provider(&ep->fab));
+			"unclosed: %s", psc_fab_provider(&ep->fab),
+			psc_ep_poisoned(ep)
+				? "a node-local peer died and may hold its "
+				  "locks"
+				: "closing it can crash inside the provider");
 		if (ep->fab.prov->remove_regions)
 			ep->fab.prov->remove_regions(ep->fab.name,
 						     ep->fab.namelen, 0);

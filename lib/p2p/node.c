@@ -167,14 +167,7 @@ void psc_node_chan_close(struct psc_node_chan *n)
 {
 	if (!n)
 		return;
-	/*
-	 * Where closing an endpoint can crash inside the provider, leave it
-	 * open to the process's exit (psc_ep_poison: released, never
-	 * closed); a van stops once, at the end of a ps-lite node.
-	 */
-	for (int i = 0; i < n->ch.npaths; i++)
-		if (psc_ep_caps(n->ch.path[i].ep)->stop_unclosed)
-			psc_ep_poison(n->ch.path[i].ep);
+	/* Where closing can crash, core leaves the endpoints to the exit. */
 	psc_chan_release(&n->ch);
 	pthread_mutex_destroy(&n->join_lock);
 	free(n->known);

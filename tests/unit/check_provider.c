@@ -265,37 +265,57 @@ START_TEST(test_verbs_iwarp_eager)
 END_TEST
 
 /*
- * verbs asks for FI_OFI_RXM_SAR_LIMIT at rxm's eager limit (segmentation
- * off: rxm_close_conn loops for ever on a half-received segmented
- * message), following FI_OFI_RXM_BUFFER_SIZE as rxm reads it; the other
- * families ask for nothing.
+ * The rxm families (tcp;ofi_rxm, verbs;ofi_rxm) ask for rxm's buffer size
+ * (entry 0, the same for both, so the order the families run in does not
+ * matter); verbs then asks for
+ * FI_OFI_RXM_SAR_LIMIT at rxm's eager limit (segmentation off:
+ * rxm_close_conn loops for ever on a half-received segmented message),
+ * following FI_OFI_RXM_BUFFER_SIZE as rxm reads it; the other families
+ * ask for nothing.
  */
-START_TEST(test_verbs_env_default)
+static void sar_limit_is(const struct psc_provider_ops *ops, const char *v)
 {
-	const struct psc_provider_ops *ops = psc_provider_lookup("verbs;ofi_rxm");
 	const char *name = NULL, *why = NULL;
 	char value[64];
 
+	ck_assert(ops->env_default(1, &name, value, sizeof(value), &why));
+	ck_assert_str_eq(name, "FI_OFI_RXM_SAR_LIMIT");
+	ck_assert_str_eq(value, v);
+	ck_assert_ptr_nonnull(why);
+}
+
+START_TEST(test_verbs_env_default)
+{
+	const struct psc_provider_ops *ops = psc_provider_lookup("verbs;ofi_rxm");
+	const struct psc_provider_ops *tcp = psc_provider_lookup("tcp;ofi_rxm");
+	const char *name = NULL, *why = NULL, *n2 = NULL;
+	char value[64], v2[64];
+
 	unsetenv("FI_OFI_RXM_BUFFER_SIZE");
 	ck_assert_ptr_nonnull(ops->env_default);
+	ck_assert_ptr_nonnull(tcp->env_default);
 	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
-	ck_assert_str_eq(name, "FI_OFI_RXM_SAR_LIMIT");
-	ck_assert_str_eq(value, "16384");
-	ck_assert_ptr_nonnull(why);
-	ck_assert(!ops->env_default(1, &name, value, sizeof(value), &why));
+	ck_assert_str_eq(name, "FI_OFI_RXM_BUFFER_SIZE");
+	ck_assert_str_eq(value, "8448");
+	ck_assert(tcp->env_default(0, &n2, v2, sizeof(v2), &why));
+	ck_assert_str_eq(n2, name);
+	ck_assert_str_eq(v2, value);
+	ck_assert(!tcp->env_default(1, &n2, v2, sizeof(v2), &why));
+	/* Unset (the user's choice is kept by the caller): rxm's 16 KiB. */
+	sar_limit_is(ops, "16384");
+	ck_assert(!ops->env_default(2, &name, value, sizeof(value), &why));
+	setenv("FI_OFI_RXM_BUFFER_SIZE", "8448", 1);
+	sar_limit_is(ops, "8448");
 	setenv("FI_OFI_RXM_BUFFER_SIZE", "65536", 1);
-	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
-	ck_assert_str_eq(value, "65536");
+	sar_limit_is(ops, "65536");
 	/* Read as libfabric reads sizes (strtol base 0): hex and octal. */
 	setenv("FI_OFI_RXM_BUFFER_SIZE", "0x10000", 1);
-	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
-	ck_assert_str_eq(value, "65536");
+	sar_limit_is(ops, "65536");
 	setenv("FI_OFI_RXM_BUFFER_SIZE", "040000", 1);
-	ck_assert(ops->env_default(0, &name, value, sizeof(value), &why));
-	ck_assert_str_eq(value, "16384");
+	sar_limit_is(ops, "16384");
 	unsetenv("FI_OFI_RXM_BUFFER_SIZE");
-	ck_assert_ptr_null(psc_provider_lookup("tcp;ofi_rxm")->env_default);
 	ck_assert_ptr_null(psc_provider_lookup("shm")->env_default);
+	ck_assert_ptr_null(psc_provider_lookup("net")->env_default);
 }
 END_TEST
 

@@ -5,9 +5,13 @@
  * parent, which completes with its last child, keeps the first failure
  * words, frees itself when abandoned, and is reaped by its owner; the
  * EAGAIN queue is FIFO; a wait that passes its deadline aborts a GENERIC
- * request through its ops. Runs on any provider (FI_PROVIDER chooses).
+ * request through its ops. And an endpoint's last release closes it,
+ * but leaves it open to the process's exit where closing can crash
+ * (caps.stop_unclosed). Runs on any provider (FI_PROVIDER chooses).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -179,6 +183,62 @@ START_TEST(test_owner_failure_ends_wait)
 }
 END_TEST
 
+/* Entries in a /proc/self listing: open descriptors, or mappings. */
+static int fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static int maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	ck_assert_ptr_nonnull(f);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/*
+ * What an open endpoint holds shows in its descriptors and mappings
+ * (sockets, wait objects, queues, buffer pools): its last release gives
+ * some back, except where the provider's close can crash.
+ */
+START_TEST(test_release_closes_or_keeps)
+{
+	struct fx_ep a;
+	int f, m;
+
+	/* Once first: what libfabric keeps for the process. */
+	fx_open(&a, PSC_ROLE_ANY, 0, 1);
+	fx_close(&a);
+	fx_open(&a, PSC_ROLE_ANY, 0, 1);
+	f = fds();
+	m = maps();
+	fx_close(&a);
+	ck_assert_msg(fds() < f || maps() < m,
+		      "a closed endpoint kept %d descriptors, %d mappings",
+		      fds(), maps());
+	fx_open(&a, PSC_ROLE_ANY, 0, 1);
+	a.ep->fab.caps.stop_unclosed = true;
+	f = fds();
+	m = maps();
+	fx_close(&a);
+	ck_assert_int_eq(fds(), f);
+	ck_assert_int_eq(maps(), m);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("request");
@@ -191,6 +251,10 @@ int main(void)
 	tcase_add_test(tc, test_queue_fifo);
 	tcase_add_test(tc, test_wait_deadline_aborts);
 	tcase_add_test(tc, test_owner_failure_ends_wait);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("release");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_release_closes_or_keeps);
 	suite_add_tcase(s, tc);
 	return fx_run(s);
 }
