@@ -293,7 +293,8 @@ all_ranks() {
 	return 0
 }
 
-# check NAME COMMAND...: one ok/not ok line and a tally.
+# check NAME COMMAND...: one ok/not ok line and a tally; status 1 when
+# not ok.
 check() {
 	local name=$1
 	shift
@@ -303,6 +304,7 @@ check() {
 	else
 		not_ok "$name on $RIG_DEV"
 		tally "$CASE" fail
+		return 1
 	fi
 }
 
@@ -335,12 +337,24 @@ case_coll() {
 	job "collectives, 4 ranks" 600 "2 2" "$B/tests/mp/coll_suite --quick"
 }
 
+# hier_why: what each rank of the last job ran on, and what pscomm said
+# about its choice (a provider that failed to open, a fallback).
+hier_why() {
+	local r
+	for ((r = 0; r < JOB_SIZE; r++)); do
+		echo "#   rank $r (exit ${JOB_RC[r]}):"
+		grep -E -m 12 '^# rank [0-9]* of|^pscomm' "${JOB_OUT[r]}" \
+			2>/dev/null | sed 's/^/#     /'
+	done
+}
+
 case_hier() {
 	JOB_PROV=auto \
 		job "2 + 2 ranks, providers chosen by pscomm" 1200 "2 2" \
 		"$B/tests/mp/coll_suite --quick --algo auto --expect-hier yes"
 	check "FI_PROVIDER unset: every rank runs shm inside its guest and verbs between them" \
-		all_ranks '^# rank [0-9]* of 4: provider shm\+verbs;ofi_rxm$'
+		all_ranks '^# rank [0-9]* of 4: provider shm\+verbs;ofi_rxm$' ||
+		hier_why
 	# The suite's own count of what the dispatcher chose.
 	check "FI_PROVIDER unset: the hierarchical collectives are chosen" \
 		all_ranks '^ok - rank [0-9]*: [1-9][0-9]* collectives ran hierarchically'
