@@ -363,9 +363,9 @@ void psc_ep_probe(struct psc_ep *ep, struct psc_ep_probe *p);
  * inside the same libfabric call: 0 when none is in progress or it is
  * another call than the last sample saw. A call that stays for a peer
  * timeout can never come back (providers' blocking calls are given short
- * timeouts); psc_ep_abandon then removes the files of the endpoint and
- * of its pair, which nothing else will, and ends the process with status
- * (the caller has said why).
+ * timeouts); psc_ep_abandon then removes every file of the process in
+ * /dev/shm (the endpoint's, its pair's and the others'), which nothing
+ * else will, and ends the process with status (the caller has said why).
  */
 struct psc_ep_stuck {
 	struct psc_ep_probe last;

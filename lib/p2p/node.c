@@ -396,7 +396,7 @@ double psc_node_chan_stuck(struct psc_node_chan *n, struct psc_node_stuck *s,
 
 void psc_node_chan_abandon(struct psc_node_chan *n, int status)
 {
-	/* The pair's files go with the first endpoint's. */
+	/* Every file of the process goes, the pair's included. */
 	psc_ep_abandon(n->ch.ep, status);
 }
 
