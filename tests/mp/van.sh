@@ -42,13 +42,14 @@ fabenv() {
 	fi
 }
 
-# kvstore PIDFILE ARGS...: examples/kvstore ARGS, under a timeout of
-# 120 s, after writing its own pid to PIDFILE.
+# kvstore SECS PIDFILE ARGS...: examples/kvstore ARGS, under a timeout
+# of SECS, after writing its own pid to PIDFILE.
 kvstore() {
-	_kv_pidfile=$1
-	shift
+	_kv_secs=$1 _kv_pidfile=$2
+	shift 2
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	timeout 120 sh -c 'echo $$ >>"$0"; exec "$@"' "$_kv_pidfile" "$KV" "$@"
+	timeout "$_kv_secs" sh -c 'echo $$ >>"$0"; exec "$@"' "$_kv_pidfile" \
+		"$KV" "$@"
 }
 
 # no_files_left WHAT: fail the check WHAT if a process listed in
@@ -84,7 +85,7 @@ kvstore_start() {
 	[ "$role" = scheduler ] && node=${KV_SPLIT:+kv-node-server}
 	while [ $i -lt "$n" ]; do
 		DMLC_ROLE=$role PS_COMM_NODE_ID=$node \
-			kvstore "$tmp/pids" "$@" >>"$log" 2>&1 &
+			kvstore 120 "$tmp/pids" "$@" >>"$log" 2>&1 &
 		pids="$pids $!"
 		i=$((i + 1))
 	done
@@ -113,13 +114,13 @@ kvstore_job() {
 		DMLC_NUM_WORKER
 	# Every worker must report, with no wrong value.
 	good=$(grep -c ", 0 wrong values" "$log")
-	what="kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}"
+	what="kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}"
 	if ! no_files_left "$what"; then
 		:
 	elif [ $bad -eq 0 ] && [ "$good" -eq "$nw" ]; then
-		ok "kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}: $(grep -m1 'worker' "$log")"
+		ok "$what: $(grep -m1 'worker' "$log")"
 	else
-		not_ok "kvstore 1+$ns+$nw on $prov${KV_SPLIT:+, two nodes}${PS_COMM_WAIT:+, PS_COMM_WAIT=$PS_COMM_WAIT}"
+		not_ok "$what"
 		sed 's/^/#   /' "$log" | tail -20
 	fi
 	rm -f "$log"
@@ -171,12 +172,12 @@ kvstore_kill() {
 	kv_scratch
 	export DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
-	DMLC_ROLE=scheduler kvstore "$tmp/pids" -k 2 -s 4194304 \
+	DMLC_ROLE=scheduler kvstore 60 "$tmp/pids" -k 2 -s 4194304 \
 		-i 100000 >"$slog" 2>&1 &
 	sched=$!
 	DMLC_ROLE=server "$KV" -k 2 -s 4194304 -i 100000 >/dev/null 2>&1 &
 	server=$!
-	DMLC_ROLE=worker PS_COMM_LOG_LEVEL=debug kvstore "$tmp/pids" \
+	DMLC_ROLE=worker PS_COMM_LOG_LEVEL=debug kvstore 60 "$tmp/pids" \
 		-k 2 -s 4194304 -i 100000 >"$log" 2>&1 &
 	worker=$!
 	unset FI_PROVIDER DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_SERVER \
@@ -240,12 +241,12 @@ kvstore_stop() {
 	export DMLC_PS_ROOT_URI=127.0.0.1 \
 		DMLC_PS_ROOT_PORT=$port DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1
 	: >"$tmp/spid"
-	DMLC_ROLE=scheduler PS_COMM_PEER_TIMEOUT=600 kvstore "$tmp/spid" \
+	DMLC_ROLE=scheduler PS_COMM_PEER_TIMEOUT=600 kvstore 60 "$tmp/spid" \
 		-k 4 -s 65536 -i 1000000 >/dev/null 2>&1 &
 	sched=$!
 	DMLC_ROLE=server "$KV" -k 4 -s 65536 -i 1000000 >/dev/null 2>&1 &
 	server=$!
-	DMLC_ROLE=worker PS_COMM_PEER_TIMEOUT=3 kvstore "$tmp/pids" -v \
+	DMLC_ROLE=worker PS_COMM_PEER_TIMEOUT=3 kvstore 60 "$tmp/pids" -v \
 		-k 4 -s 65536 -i 1000000 >"$log" 2>&1 &
 	worker=$!
 	unset FI_PROVIDER DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT DMLC_NUM_SERVER \

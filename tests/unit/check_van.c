@@ -1245,9 +1245,13 @@ static void reap_child(pid_t pid, int *status, int flags)
 	psc_shmring_remove_pid((int)pid);
 }
 
-/* Whether process pid left a file in /dev/shm (its queues or a ring). */
+/*
+ * Whether process pid left a file in /dev/shm: its shm queues (named as
+ * the provider names them) or a ring.
+ */
 static bool files_left(pid_t pid)
 {
+	const struct psc_provider_ops *shm = psc_provider_lookup("shm");
 	char q[32], r[48];
 	struct dirent *d;
 	bool left = false;
@@ -1255,7 +1259,7 @@ static bool files_left(pid_t pid)
 
 	if (!dir)
 		return false;
-	snprintf(q, sizeof(q), "%ld:", (long)pid);
+	shm->region_prefix((int)pid, q, sizeof(q));
 	snprintf(r, sizeof(r), "psc-ring-%ld-", (long)pid);
 	while (!left && (d = readdir(dir)) != NULL)
 		left = strncmp(d->d_name, q, strlen(q)) == 0 ||
