@@ -2,12 +2,15 @@
 # scale.sh - many ranks on one host: pscomm (tools/ps_comm_run) against
 # Open MPI (mpirun), start to exit of a job that initialises, runs one
 # checked 4 KiB allreduce and finalizes (examples/allreduce -c and its MPI
-# twin bench/mpi_allreduce.c, same options). Each round runs every rank
+# twin bench/mpi_allreduce.c, same options), or with -j alltoall one
+# exchange of 4 KiB between every pair of ranks (bench/alltoall.c and
+# bench/mpi_alltoall.c, each byte checked). Each round runs every rank
 # count and provider once per system, the system that goes first
 # alternating from round to round.
 #
-# usage: bench/scale.sh [-r ROUNDS] [-n "64 128"] [-p "shm tcp"] [-o OUTDIR] [BUILD]
+# usage: bench/scale.sh [-r ROUNDS] [-n "64 128"] [-p "shm tcp"] [-j JOB] [-o OUTDIR] [BUILD]
 #   -r ROUNDS   rounds (default 5, at least 5)
+#   -j JOB      allreduce (default) or alltoall
 #   -n COUNTS   rank counts (default "64 128")
 #   -p PROVS    pscomm's FI_PROVIDER per row: shm (Open MPI: its own
 #               shared memory, vader) or tcp (Open MPI: btl tcp)
@@ -30,9 +33,10 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=bench/mpi_common.sh disable=SC1091
 . "$here/mpi_common.sh"
 
-ROUNDS=5 COUNTS="64 128" PROVS="shm tcp" OUTDIR=""
-while getopts "r:n:p:o:h" opt; do
+ROUNDS=5 COUNTS="64 128" PROVS="shm tcp" OUTDIR="" JOB=allreduce
+while getopts "r:n:p:j:o:h" opt; do
     case $opt in
+    j) JOB=$OPTARG ;;
     r) ROUNDS=$OPTARG ;;
     n) COUNTS=$OPTARG ;;
     p) PROVS=$OPTARG ;;
@@ -43,6 +47,7 @@ done
 shift $((OPTIND - 1))
 build=$(cd "${1:-${PSCOMM_BUILD:-.}}" && pwd) || exit 2
 [[ $ROUNDS =~ ^[0-9]+$ && $ROUNDS -ge 5 ]] || { say "scale.sh: -r wants 5 or more"; exit 2; }
+[[ $JOB == allreduce || $JOB == alltoall ]] || { say "scale.sh: -j wants allreduce or alltoall"; exit 2; }
 for t in /usr/bin/time mpirun.openmpi mpicc.openmpi; do
     command -v "$t" >/dev/null || { say "scale.sh: needs $t (tools/install-deps --bench)"; exit 2; }
 done
@@ -52,15 +57,18 @@ find_pscomm allreduce
 mkdir -p "$OUTDIR" || exit 2
 work=$(mktemp -d) || exit 2
 trap 'rm -rf "$work"' EXIT
-mpi_bin=$work/mpi_allreduce
-compile_peer mpicc.openmpi "$mpi_bin" "$here/mpi_allreduce.c" -I"$here" || exit 2
+mpi_bin=$work/mpi_$JOB
+compile_peer mpicc.openmpi "$mpi_bin" "$here/mpi_$JOB.c" -I"$here" || exit 2
+ps_dir=$build/examples args=(-c --csv -m 4K -M 4K -i 1)
+[[ $JOB == alltoall ]] && ps_dir=$build/bench args=(-s 4096 -i 1)
 # The program itself, not libtool's wrapper script (a shell per rank).
-if [[ -x $build/examples/.libs/allreduce ]]; then
-    ps_prog=(env LD_LIBRARY_PATH="$build/.libs" "$build/examples/.libs/allreduce")
+if [[ -x $ps_dir/.libs/$JOB ]]; then
+    ps_prog=(env LD_LIBRARY_PATH="$build/.libs" "$ps_dir/.libs/$JOB")
+elif [[ -x $ps_dir/$JOB ]]; then
+    ps_prog=("$ps_dir/$JOB")
 else
-    ps_prog=("$build/examples/allreduce")
+    say "scale.sh: no $ps_dir/$JOB in $build (make)"; exit 2
 fi
-args=(-c --csv -m 4K -M 4K -i 1)
 csv=$OUTDIR/raw.csv
 echo "round,system,provider,ranks,ok,wall_s,shm_mib,shm_left,rss_med_mib,rss_max_mib,fds_rank0" >"$csv"
 
@@ -106,7 +114,7 @@ one() {
     base=$(shm_used)
     files_before=$(ls /dev/shm | sort)
     if [[ $sys == pscomm ]]; then
-        pat=$build/examples/
+        pat=$ps_dir/
         cmd=("$ps_run" -n "$n" --provider "$prov" --timeout 900 --
              /usr/bin/time -f %M -a -o "$rss" "${ps_prog[@]}" "${args[@]}")
     else
@@ -151,7 +159,7 @@ done
 # Summary: median (min-max) per system, and pscomm over Open MPI.
 sum=$OUTDIR/summary.md
 {
-    say "bench/scale.sh -r $ROUNDS -n \"$COUNTS\" -p \"$PROVS\" at $(date -u '+%F %T') UTC, $(nproc) cores"
+    say "bench/scale.sh -r $ROUNDS -n \"$COUNTS\" -p \"$PROVS\" -j $JOB at $(date -u '+%F %T') UTC, $(nproc) cores"
     say ""
     say "| provider | ranks | metric | pscomm | Open MPI | pscomm / Open MPI |"
     say "|---|---|---|---|---|---|"

@@ -215,6 +215,14 @@ struct psc_provider_ops {
 	 */
 	void (*region_prefix)(int pid, char *buf, size_t n);
 	/*
+	 * Give back to /dev/shm what the new endpoint named addr (addrlen
+	 * bytes, as fi_getname gave it) holds in its file without need.
+	 * Called once fi_enable made the file and before the name is
+	 * published, so no other process writes the file yet. NULL for
+	 * families with nothing to give back (left NULL by the lookup too).
+	 */
+	void (*trim_region)(const void *addr, size_t addrlen);
+	/*
 	 * Explain, with the fix, why opening an endpoint of entry info
 	 * failed with err (a negative FI_E* code) at step, the libfabric
 	 * call that failed ("fi_enable" ...); universe is the

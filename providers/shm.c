@@ -19,9 +19,11 @@
  * held forever, hence peer_locks.
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "provider.h"
@@ -35,20 +37,31 @@ static void shm_region_prefix(int pid, char *buf, size_t n)
 	snprintf(buf, n, "%d:", pid);
 }
 
+/* The file under /dev/shm of the endpoint named addr, into name. */
+static bool region_name(const void *addr, size_t addrlen, char *name,
+			size_t n)
+{
+	const char *sep;
+
+	if (!addr || !addrlen || addrlen >= n)
+		return false;
+	memcpy(name, addr, addrlen);
+	name[addrlen] = '\0';
+	sep = strstr(name, "://");
+	if (sep)
+		memmove(name, sep + 3, strlen(sep + 3) + 1);
+	return name[0] != '\0';
+}
+
 static void shm_remove_regions(const void *addr, size_t addrlen, int pid)
 {
 	char name[256], prefix[24];
-	const char *sep;
 	struct dirent *d;
 	DIR *dir;
 	size_t n;
 
-	if (addr && addrlen && addrlen < sizeof(name)) {
-		memcpy(name, addr, addrlen);
-		name[addrlen] = '\0';
-		sep = strstr(name, "://");
-		shm_unlink(sep ? sep + 3 : name);
-	}
+	if (region_name(addr, addrlen, name, sizeof(name)))
+		shm_unlink(name);
 	if (pid <= 0 || !(dir = opendir("/dev/shm")))
 		return;
 	shm_region_prefix(pid, prefix, sizeof(prefix));
@@ -57,6 +70,87 @@ static void shm_remove_regions(const void *addr, size_t addrlen, int pid)
 		if (strncmp(d->d_name, prefix, n) == 0)
 			shm_unlink(d->d_name);
 	closedir(dir);
+}
+
+/*
+ * The offset just past the last nonzero byte of fd (size bytes), reading
+ * only its data, not its holes (tmpfs reports both); size on error, so
+ * that nothing is given back.
+ */
+static off_t data_end(int fd, off_t size)
+{
+	off_t ext[64][2], off = 0;
+	int n = 0;
+	char buf[16384];
+
+	/* Its data extents, the last 64 of them. */
+	while (off < size) {
+		off_t start = lseek(fd, off, SEEK_DATA), end;
+
+		if (start < 0)
+			break;
+		end = lseek(fd, start, SEEK_HOLE);
+		if (end <= start)
+			return size;
+		if (n == 64) {
+			memmove(ext[0], ext[1], sizeof(ext[0]) * 63);
+			n--;
+		}
+		ext[n][0] = start;
+		ext[n][1] = end;
+		n++;
+		off = end;
+	}
+	while (n-- > 0) {
+		for (off_t hi = ext[n][1]; hi > ext[n][0];) {
+			off_t lo = hi - (off_t)sizeof(buf) > ext[n][0]
+					   ? hi - (off_t)sizeof(buf)
+					   : ext[n][0];
+			ssize_t got = pread(fd, buf, (size_t)(hi - lo), lo);
+
+			if (got != hi - lo)
+				return size;
+			while (got > 0 && buf[got - 1] == 0)
+				got--;
+			if (got > 0)
+				return lo + got;
+			hi = lo;
+		}
+	}
+	return 0;
+}
+
+/*
+ * libfabric 1.17 rounds a region up to a power of two (16 MiB with the
+ * default queue depths, 12.6 MiB of it used) and copies the endpoint's
+ * name into it with strncpy bounded by the rest of the file, which writes
+ * zeros to its end (smr_create): 3.7 MiB of /dev/shm per endpoint that
+ * nothing reads or writes again, 486 MiB for 128 ranks on one host. The
+ * whole pages past the region's last nonzero byte go back to tmpfs;
+ * should anything write there later, it gets a zeroed page again. Queue
+ * pages libfabric has not written yet are holes already.
+ */
+static void shm_trim_region(const void *addr, size_t addrlen)
+{
+	char name[256];
+	long page = sysconf(_SC_PAGESIZE);
+	struct stat st;
+	off_t from;
+	int fd;
+
+	if (page <= 0 || !region_name(addr, addrlen, name, sizeof(name)))
+		return;
+	fd = shm_open(name, O_RDWR, 0);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && st.st_size > 0) {
+		from = (data_end(fd, st.st_size) + page - 1) / page * page;
+		if (from < st.st_size)
+			(void)fallocate(fd, FALLOC_FL_PUNCH_HOLE |
+						    FALLOC_FL_KEEP_SIZE,
+					from, st.st_size - from);
+	}
+	close(fd);
 }
 
 static const struct psc_tunable shm_tunables[] = {
@@ -103,4 +197,5 @@ const struct psc_provider_ops psc_shm_ops = {
 	.no_cma_env = "FI_SHM_DISABLE_CMA",
 	.remove_regions = shm_remove_regions,
 	.region_prefix = shm_region_prefix,
+	.trim_region = shm_trim_region,
 };

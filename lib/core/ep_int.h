@@ -271,6 +271,7 @@ int psc_shmring_cpu_shared(struct psc_ep *ep, int cpu);
 struct psc_shmring_stats {
 	size_t tx_on;	     /* rings ep sends through */
 	size_t rx_mapped;    /* rings ep receives from */
+	size_t tx_bytes;     /* what its rings take in /dev/shm */
 	unsigned tx_sleepers; /* receivers asleep on ep's rings' bells */
 	bool bell_heard;     /* a bell woke ep at least once */
 };

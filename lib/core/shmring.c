@@ -61,7 +61,15 @@
 #include "util/log.h"
 #include "util/util.h"
 
+/* Slots of a ring, at most. */
 #define RING_SLOTS 64
+/*
+ * What one endpoint's rings may take in /dev/shm together, shared
+ * among the addresses in its AV: a ring holds RING_SLOTS slots up to 4
+ * peers, fewer as they grow, and one at 128 (a page-rounded 12 KiB), so
+ * that 128 ranks that all talk to each other take 190 MiB, not 8 GiB.
+ */
+#define RING_BUDGET ((size_t)2 << 20)
 /* Bells one sleep watches at most (futex_waitv's own limit). */
 #define RING_WATCH_MAX 128
 /* futex_waitv came with Linux 5.16 and its headers. */
@@ -111,6 +119,7 @@ struct ring_tx {
 	size_t maplen;
 	uint64_t tail;	     /* messages written */
 	uint64_t head_seen;  /* the receiver's head when last read */
+	uint32_t nslots;     /* the ring's slots */
 	int state;	     /* TX_NONE, TX_READY (announce pending), TX_ON, TX_OFF */
 	char name[RING_NAME_MAX];
 };
@@ -216,11 +225,33 @@ static struct ring_tx *tx_of(struct psc_shmring *g, fi_addr_t addr)
 	return &g->tx[addr];
 }
 
-/* Create the shared ring of t. Returns 0 or -errno. */
-static int tx_create(struct psc_shmring *g, struct ring_tx *t)
+/*
+ * The slots of a new ring of slots of ss bytes on an endpoint with peers
+ * addresses: its share of RING_BUDGET, at least one and at most
+ * RING_SLOTS, and as many as the last page it needs holds.
+ */
+static uint32_t ring_slots(size_t ss, size_t peers)
+{
+	size_t share = RING_BUDGET / PSC_MAX(peers, (size_t)1);
+	size_t hdr = sizeof(struct ring_hdr), n, page;
+	long pg = sysconf(_SC_PAGESIZE);
+
+	page = pg > 0 ? (size_t)pg : 4096;
+	n = share > hdr ? (share - hdr) / ss : 0;
+	n = PSC_MAX(n, (size_t)1);
+	n = (((hdr + n * ss + page - 1) / page * page) - hdr) / ss;
+	return (uint32_t)PSC_MIN(n, (size_t)RING_SLOTS);
+}
+
+/*
+ * Create the shared ring of t, sized for an endpoint with peers
+ * addresses. Returns 0 or -errno.
+ */
+static int tx_create(struct psc_shmring *g, struct ring_tx *t, size_t peers)
 {
 	size_t ss = slot_size(g->cap);
-	size_t len = sizeof(struct ring_hdr) + RING_SLOTS * ss;
+	uint32_t ns = ring_slots(ss, peers);
+	size_t len = sizeof(struct ring_hdr) + ns * ss;
 	unsigned k = __atomic_fetch_add(&ring_counter, 1, __ATOMIC_RELAXED);
 	void *m;
 	int fd;
@@ -257,7 +288,8 @@ static int tx_create(struct psc_shmring *g, struct ring_tx *t)
 	}
 	t->h = m;
 	t->maplen = len;
-	t->h->nslots = RING_SLOTS;
+	t->nslots = ns;
+	t->h->nslots = ns;
 	t->h->slot_size = (uint32_t)ss;
 	t->h->cpu_tx = g->cpu;
 	t->h->cpu_rx = -1;
@@ -287,12 +319,12 @@ int psc_shmring_send(struct psc_ep *ep, struct ps_comm_request *r)
 	t = &g->tx[r->addr];
 	if (r->len > g->cap)
 		return -EMSGSIZE;
-	if (t->tail - t->head_seen >= RING_SLOTS) {
+	if (t->tail - t->head_seen >= t->nslots) {
 		t->head_seen = __atomic_load_n(&t->h->head, __ATOMIC_ACQUIRE);
-		if (t->tail - t->head_seen >= RING_SLOTS)
+		if (t->tail - t->head_seen >= t->nslots)
 			return -FI_EAGAIN;
 	}
-	s = slot_at(t->h, RING_SLOTS, (uint32_t)slot_size(g->cap), t->tail);
+	s = slot_at(t->h, t->nslots, (uint32_t)slot_size(g->cap), t->tail);
 	s->imm = r->tag;
 	s->len = r->len;
 	if (r->len)
@@ -312,7 +344,8 @@ void psc_shmring_offer(struct psc_ep *ep, fi_addr_t addr)
 	if (!t || t->state == TX_ON || t->state == TX_OFF)
 		return;
 	if (t->state == TX_NONE) {
-		int e = tx_create(g, t);
+		int e = tx_create(g, t, __atomic_load_n(&ep->av_count,
+							 __ATOMIC_RELAXED));
 
 		if (e) {
 			t->state = TX_OFF;
@@ -610,6 +643,7 @@ void psc_shmring_stats(struct psc_ep *ep, struct psc_shmring_stats *st)
 	for (size_t i = 0; g && i < g->ntx; i++)
 		if (g->tx[i].state == TX_ON) {
 			st->tx_on++;
+			st->tx_bytes += g->tx[i].maplen;
 			st->tx_sleepers += __atomic_load_n(
 				&g->tx[i].h->sleepers, __ATOMIC_SEQ_CST);
 		}

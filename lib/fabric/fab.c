@@ -633,6 +633,8 @@ static int fab_open_steps(struct psc_fab *ep, const struct psc_fab_config *cfg,
 	rc = fi_getname(&ep->ep->fid, ep->name, &ep->namelen);
 	if (rc)
 		goto err_close_ep;
+	if (ep->prov->trim_region)
+		ep->prov->trim_region(ep->name, ep->namelen);
 	step = NULL; /* psc_mr_fab_open explains its own failure */
 	rc = psc_mr_fab_open(ep, cfg->params, err, len);
 	if (rc)

@@ -7,6 +7,10 @@
  *   thread each: messages arrive in order across many wrap-arounds; a
  *   full ring queues the sender's posts until the receiver frees slots;
  *   a receiver asleep on its rings is woken by the sender's doorbell.
+ *   The first two run again as if the sender had 128 peers, whose
+ *   rings hold one slot each (12 KiB of /dev/shm, not 528 KiB).
+ * - libfabric's own region of an shm endpoint keeps in /dev/shm only
+ *   what it wrote, not the zeros 1.17 writes to the end of the file.
  *   These need libfabric's shm provider (exit 77 without it).
  */
 #include <fcntl.h>
@@ -14,7 +18,9 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -75,12 +81,42 @@ END_TEST
 /* Two shm endpoints, each the other's rank 1 - its own rank. */
 static struct fx_ep tx, rx;
 
+/*
+ * Loop index 1 of the protocol tests: the sender's AV counts this many
+ * addresses, as on a host of 128 ranks, when its ring is made.
+ */
+#define MANY_PEERS 128
+
 static void pair_up(void)
 {
 	fx_open(&tx, PSC_ROLE_SHM, 0, 2);
 	fx_open(&rx, PSC_ROLE_SHM, 1, 2);
 	fx_connect(&tx, &rx, 1);
 	fx_connect(&rx, &tx, 0);
+}
+
+/* pair_up, with the sender's AV counting MANY_PEERS when many is set. */
+static void pair_up_peers(int many)
+{
+	pair_up();
+	if (many)
+		__atomic_store_n(&tx.ep->av_count, MANY_PEERS,
+				 __ATOMIC_RELAXED);
+}
+
+/* The sender's ring takes what its peer count allows. */
+static void check_ring_size(int many)
+{
+	struct psc_shmring_stats st;
+
+	psc_shmring_stats(tx.ep, &st);
+	ck_assert_uint_eq(st.tx_on, 1);
+	if (many)
+		ck_assert_msg(st.tx_bytes <= 12288, "a ring of %zu bytes "
+			      "with %d peers", st.tx_bytes, MANY_PEERS);
+	else
+		ck_assert_msg(st.tx_bytes > 64 * 8192, "a ring of %zu bytes "
+			      "with 2 peers", st.tx_bytes);
 }
 
 static void pair_down(void)
@@ -156,8 +192,9 @@ START_TEST(test_order_wrap)
 	static uint64_t vals[MSGS + 1];
 	pthread_t t;
 
-	pair_up();
+	pair_up_peers(_i);
 	warm_up();
+	check_ring_size(_i);
 	ck_assert_int_eq(pthread_create(&t, NULL, recv_in_order, NULL), 0);
 	for (uint64_t i = 1; i <= MSGS; i++) {
 		ps_comm_request_t r;
@@ -176,8 +213,9 @@ START_TEST(test_full_ring)
 	static uint64_t vals[FULL];
 	ps_comm_request_t r[FULL];
 
-	pair_up();
+	pair_up_peers(_i);
 	warm_up();
+	check_ring_size(_i);
 	/* Nobody progresses rx: the ring fills, the rest waits in order. */
 	for (int i = 0; i < FULL; i++) {
 		vals[i] = (uint64_t)i + 1;
@@ -274,6 +312,40 @@ START_TEST(test_cpu_shared)
 }
 END_TEST
 
+/* Allocated bytes of the /dev/shm file of e's libfabric endpoint. */
+static long long region_bytes(const struct fx_ep *e)
+{
+	char name[sizeof(e->ep->fab.name) + 1];
+	const char *sep;
+	struct stat st;
+	int fd;
+
+	ck_assert_uint_lt(e->ep->fab.namelen, sizeof(name));
+	memcpy(name, e->ep->fab.name, e->ep->fab.namelen);
+	name[e->ep->fab.namelen] = '\0';
+	sep = strstr(name, "://");
+	fd = shm_open(sep ? sep + 3 : name, O_RDONLY, 0);
+	ck_assert_msg(fd >= 0, "no file for endpoint %s", name);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	return (long long)st.st_blocks * 512;
+}
+
+/*
+ * A region is 16 MiB; what libfabric writes as it opens is its header and
+ * queue heads (about 100 KiB), and what messages touch comes later.
+ */
+START_TEST(test_region_trimmed)
+{
+	pair_up();
+	ck_assert_msg(region_bytes(&tx) < 1 << 20, "the region holds %lld "
+		      "bytes", region_bytes(&tx));
+	/* It still carries messages both ways, past the ring and through. */
+	warm_up();
+	pair_down();
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("shmring");
@@ -287,8 +359,9 @@ int main(void)
 	if (shm) {
 		tc = tcase_create("protocol");
 		tcase_set_timeout(tc, 120);
-		tcase_add_test(tc, test_order_wrap);
-		tcase_add_test(tc, test_full_ring);
+		tcase_add_loop_test(tc, test_order_wrap, 0, 2);
+		tcase_add_loop_test(tc, test_full_ring, 0, 2);
+		tcase_add_test(tc, test_region_trimmed);
 		tcase_add_test(tc, test_doorbell);
 		tcase_add_test(tc, test_cpu_shared);
 		suite_add_tcase(s, tc);
