@@ -65,9 +65,10 @@
 #define RING_SLOTS 64
 /*
  * What one endpoint's rings may take in /dev/shm together, shared
- * among the addresses in its AV: a ring holds RING_SLOTS slots up to 4
- * peers, fewer as they grow, and one at 128 (a page-rounded 12 KiB), so
- * that 128 ranks that all talk to each other take 190 MiB, not 8 GiB.
+ * among the other addresses in its AV: a ring holds RING_SLOTS slots up
+ * to 4 ranks, fewer (a power of two) as they grow, and one at 128 (a
+ * page-rounded 12 KiB), so that 128 ranks that all talk to each other
+ * take 190 MiB, not 8 GiB.
  */
 #define RING_BUDGET ((size_t)2 << 20)
 /* Bells one sleep watches at most (futex_waitv's own limit). */
@@ -156,12 +157,12 @@ static size_t slot_size(size_t cap)
 	return (SLOT_DATA + cap + LINE - 1) / LINE * LINE;
 }
 
-/* Slot k of a ring of nslots slots of ss bytes at h. */
+/* Slot k of a ring of nslots slots (a power of two) of ss bytes at h. */
 static struct ring_slot *slot_at(struct ring_hdr *h, uint32_t nslots,
 				 uint32_t ss, uint64_t k)
 {
 	return (struct ring_slot *)(void *)((uint8_t *)h + sizeof(*h) +
-					    (size_t)(k % nslots) * ss);
+					    (size_t)(k & (nslots - 1)) * ss);
 }
 
 int psc_shmring_open(struct psc_ep *ep)
@@ -226,21 +227,18 @@ static struct ring_tx *tx_of(struct psc_shmring *g, fi_addr_t addr)
 }
 
 /*
- * The slots of a new ring of slots of ss bytes on an endpoint with peers
- * addresses: its share of RING_BUDGET, at least one and at most
- * RING_SLOTS, and as many as the last page it needs holds.
+ * The slots of a new ring of slots of ss bytes on an endpoint with av
+ * addresses (its own among them): the largest power of two that fits
+ * its share of RING_BUDGET, at least one and at most RING_SLOTS.
  */
-static uint32_t ring_slots(size_t ss, size_t peers)
+static uint32_t ring_slots(size_t ss, size_t av)
 {
-	size_t share = RING_BUDGET / PSC_MAX(peers, (size_t)1);
-	size_t hdr = sizeof(struct ring_hdr), n, page;
-	long pg = sysconf(_SC_PAGESIZE);
+	size_t share = RING_BUDGET / (PSC_MAX(av, (size_t)2) - 1);
+	uint32_t n = RING_SLOTS;
 
-	page = pg > 0 ? (size_t)pg : 4096;
-	n = share > hdr ? (share - hdr) / ss : 0;
-	n = PSC_MAX(n, (size_t)1);
-	n = (((hdr + n * ss + page - 1) / page * page) - hdr) / ss;
-	return (uint32_t)PSC_MIN(n, (size_t)RING_SLOTS);
+	while (n > 1 && sizeof(struct ring_hdr) + n * ss > share)
+		n /= 2;
+	return n;
 }
 
 /*
@@ -431,7 +429,8 @@ static int rx_map(struct psc_shmring *g, const char *name)
 	magic = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE);
 	ns = __atomic_load_n(&h->nslots, __ATOMIC_RELAXED);
 	ss = __atomic_load_n(&h->slot_size, __ATOMIC_RELAXED);
-	if (magic != RING_MAGIC || !ns || ss < slot_size(0) || ss % LINE ||
+	if (magic != RING_MAGIC || !ns || (ns & (ns - 1)) ||
+	    ss < slot_size(0) || ss % LINE ||
 	    sizeof(*h) + (size_t)ns * ss > len) {
 		munmap(m, len);
 		return -EPROTO;
