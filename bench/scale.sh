@@ -25,6 +25,10 @@
 #   rss_mib     each rank's peak resident set (/usr/bin/time -f %M around
 #               each rank): the median and the largest rank
 #   fds_rank0   rank 0's most open descriptors (sampled every 0.1 s)
+#   fi_cpu_s    pscomm only: the CPU its ranks spent in libfabric's first
+#               fi_getinfo, summed (each rank's own measure, logged at
+#               info level); rest_s is wall_s less fi_cpu_s over the
+#               cores, what the job would take without it
 # A run that fails (or whose check finds a wrong element) is reported and
 # left out of the medians. Exit status: 0, 1 if a run failed, 2 for bad
 # usage.
@@ -70,7 +74,7 @@ else
     say "scale.sh: no $ps_dir/$JOB in $build (make)"; exit 2
 fi
 csv=$OUTDIR/raw.csv
-echo "round,system,provider,ranks,ok,wall_s,shm_mib,shm_left,rss_med_mib,rss_max_mib,fds_rank0" >"$csv"
+echo "round,system,provider,ranks,ok,wall_s,shm_mib,shm_left,rss_med_mib,rss_max_mib,fds_rank0,fi_cpu_s,rest_s" >"$csv"
 
 say "== scale: $(date -u '+%F %T') UTC on $(hostname), $(nproc) cores, $ROUNDS rounds"
 say "   pscomm build $build; $(mpirun.openmpi --version 2>&1 | head -1)"
@@ -109,13 +113,14 @@ failed=0
 # one ROUND SYSTEM PROVIDER N: run and record one job.
 one() {
     local round=$1 sys=$2 prov=$3 n=$4 out=$work/out rss=$work/rss
-    local base files_before pat cmd rc wall ok=1 peak fds left
+    local base files_before pat cmd rc wall ok=1 peak fds left fi_cpu rest
     : >"$rss"
     base=$(shm_used)
     files_before=$(ls /dev/shm | sort)
     if [[ $sys == pscomm ]]; then
         pat=$ps_dir/
-        cmd=("$ps_run" -n "$n" --provider "$prov" --timeout 900 --
+        cmd=(env PS_COMM_LOG_LEVEL=info
+             "$ps_run" -n "$n" --provider "$prov" --timeout 900 --
              /usr/bin/time -f %M -a -o "$rss" "${ps_prog[@]}" "${args[@]}")
     else
         pat=$mpi_bin
@@ -138,10 +143,14 @@ one() {
     left=$(comm -13 <(echo "$files_before") <(ls /dev/shm | sort) | wc -l)
     read -r rmed rmax < <(sort -n "$rss" | awk '{v[NR] = $1} END {
         printf "%.1f %.1f\n", v[int((NR + 1) / 2)] / 1024, v[NR] / 1024 }')
-    printf '%s,%s,%s,%s,%s,%s,%.1f,%s,%s,%s,%s\n' "$round" "$sys" "$prov" "$n" \
+    # Each rank's "libfabric's first fi_getinfo took N ms of CPU".
+    fi_cpu=$(grep -o "first fi_getinfo took [0-9]* ms of CPU" "$out.err" |
+        awk '{s += $4} END {printf "%.2f", s / 1000}')
+    rest=$(awk -v w="$wall" -v f="$fi_cpu" -v c="$(nproc)" 'BEGIN {printf "%.2f", w - f / c}')
+    printf '%s,%s,%s,%s,%s,%s,%.1f,%s,%s,%s,%s,%s,%s\n' "$round" "$sys" "$prov" "$n" \
         "$ok" "$wall" "$(awk -v b="$peak" 'BEGIN {print b / 1048576}')" "$left" \
-        "$rmed" "$rmax" "$fds" >>"$csv"
-    say "   round $round $sys $prov n=$n: ${wall}s, /dev/shm peak $(tail -1 "$csv" | cut -d, -f7) MiB, left $left, RSS median $rmed MiB (max $rmax), rank 0 fds $fds"
+        "$rmed" "$rmax" "$fds" "$fi_cpu" "$rest" >>"$csv"
+    say "   round $round $sys $prov n=$n: ${wall}s, /dev/shm peak $(tail -1 "$csv" | cut -d, -f7) MiB, left $left, RSS median $rmed MiB (max $rmax), rank 0 fds $fds, first fi_getinfo ${fi_cpu} s CPU"
 }
 
 say "  \$ $ps_run -n N --provider P -- /usr/bin/time -f %M ... ${ps_prog[*]} ${args[*]}"
@@ -165,7 +174,7 @@ sum=$OUTDIR/summary.md
     say "|---|---|---|---|---|---|"
     for p in $PROVS; do
         for n in $COUNTS; do
-            for m in wall_s:6 shm_mib:7 rss_med_mib:9 rss_max_mib:10 fds_rank0:11; do
+            for m in wall_s:6 rest_s:13 fi_cpu_s:12 shm_mib:7 rss_med_mib:9 rss_max_mib:10 fds_rank0:11; do
                 col=${m#*:} name=${m%:*}
                 cell() {
                     awk -F, -v s="$1" -v p="$p" -v n="$n" -v c="$col" \

@@ -146,6 +146,9 @@ static void log_settings(const struct ps_comm *c)
 	psc_log(PSC_LOG_INFO, c->ch.rank, "settings: %s", line);
 	psc_topo_describe(line, sizeof(line));
 	psc_log(PSC_LOG_INFO, c->ch.rank, "placement: %s", line);
+	psc_fab_first_cost_words(line, sizeof(line));
+	if (line[0])
+		psc_log(PSC_LOG_INFO, c->ch.rank, "startup: %s", line);
 }
 
 /* Report an init failure on stderr-level log and free c. */
