@@ -1021,6 +1021,8 @@ static int lv_admit(void *arg, struct psc_lsn_conn *c,
 			   .last_rx = psc_now()};
 	l->peers[r].state = P_UP;
 	psc_log(PSC_LOG_DEBUG, l->cfg.rank, "liveness: rank %d joined", r);
+	/* First, that it is admitted: psc_live_handshake waits for this. */
+	psc_live_send(k, F_BEAT, l->cfg.rank, NULL, 0);
 	/* What it may have missed: deaths, goodbyes, aborts. */
 	tell_known(l, k, false);
 	return 0;

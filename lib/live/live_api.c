@@ -265,6 +265,15 @@ int psc_live_handshake(struct psc_live *l, int target, double deadline,
 			psc_outq_pending(&k.out)))
 		rc = -ECONNRESET;
 	psc_outq_free(&k.out);
+	/*
+	 * Admitted once the root's first frame, a BEAT, arrives (lv_admit):
+	 * until then its listener may still drop this connection as one
+	 * stranger too many.
+	 */
+	if (rc == 0)
+		rc = psc_read_full(fd, f, HDR, deadline);
+	if (rc == 0 && (f[0] != F_BEAT || psc_be_get(f + 2, 2) != 0))
+		rc = -EPROTO;
 	if (rc) {
 		snprintf(err, len, "rank %d (host %s, pid %d) died: its "
 			 "liveness connection closed during the handshake "
@@ -289,10 +298,21 @@ int psc_live_start(struct psc_live *l, char *err, size_t len)
 
 	/* The listener starts with the key that is set by now. */
 	if (l->cfg.rank != 0) {
+		double end = psc_now() + l->cfg.timeout;
+		unsigned step = 0;
 		int fd;
 
-		rc = psc_live_handshake(l, 0, psc_now() + l->cfg.timeout, &fd,
-					err, len);
+		/*
+		 * A connection closed before rank 0 admitted it says nothing
+		 * of rank 0's life: its listener drops the oldest stranger
+		 * past PS_COMM_UNAUTH_MAX, when many ranks (or a stranger's
+		 * flood) arrive at once. Try again up to PS_COMM_PEER_TIMEOUT,
+		 * within which a dead rank 0 is an error as before.
+		 */
+		while ((rc = psc_live_handshake(l, 0, end, &fd, err, len)) ==
+			       -ECONNRESET &&
+		       psc_now() < end)
+			psc_backoff_sleep(0.01, 0.2, step++, true, end);
 		if (rc)
 			return rc;
 		pthread_mutex_lock(&l->lock);

@@ -167,10 +167,13 @@ bool psc_live_abort_log(struct psc_live *l, int type, int from,
 int psc_live_listen(struct psc_live *l, char *err, size_t len);
 
 /*
- * Connect to root's listener and authenticate (HELLO, CHAL, PROOF),
+ * Connect to root's listener, authenticate (HELLO, CHAL, PROOF) and
+ * wait for root's first frame, which says it admitted this rank,
  * blocking until deadline (psc_now() seconds): the socket in *fd, or a
  * negative errno with words in err (-EACCES: root does not know the
- * key; -ECONNREFUSED: nothing listens at its address). Reads only what is fixed once the monitor starts (root's
+ * key; -ECONNREFUSED: nothing listens at its address; -ECONNRESET:
+ * the connection closed before root admitted it, which may be tried
+ * again). Reads only what is fixed once the monitor starts (root's
  * record, the key); any lock or none (live_api.c).
  */
 int psc_live_handshake(struct psc_live *l, int root, double deadline,

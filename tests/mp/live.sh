@@ -4,8 +4,9 @@
 # dead rank 0 handing the liveness star over (tcp and net), agreement
 # and shrink after a death (tcp, net and shm),
 # on every provider present (sockets and udp: the abort only); a wait
-# for a rank that finalized ending as a dead peer's would; and a
-# killed rank's shm region not blocking the next process with its pid.
+# for a rank that finalized ending as a dead peer's would; a killed
+# rank's shm region not blocking the next process with its pid; and
+# ranks whose connection rank 0's full listener dropped joining again.
 . "${srcdir:-.}/tests/mp/common.sh"
 SUITE="$top_builddir/tests/mp/live_suite"
 providers=${PSC_TEST_PROVIDERS:-tcp net shm udp sockets}
@@ -107,6 +108,13 @@ slow_goodbye() {
 
 stale_region
 slow_goodbye
+# Rank 0's listener takes one stranger at a time and drops the oldest
+# past that; 16 ranks joining at once each lose their connection, before
+# or after their proof, and must join again rather than take rank 0 for
+# dead (every run of this failed before they did).
+PS_COMM_UNAUTH_MAX=1 run_ranks \
+	"ranks dropped by a full listener join again" 16 tcp 120 \
+	"$top_builddir/examples/allreduce" -c -m 4K -M 4K -i 1
 for prov in $providers; do
 	PS_COMM_PEER_TIMEOUT=5 \
 		run_ranks "ps_comm_abort reaches every rank" 4 "$prov" 60 \
