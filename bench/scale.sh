@@ -93,10 +93,12 @@ rank0_pid() {
 }
 
 # sample SYSTEM PROGRAM_PATTERN BASE OUT: until killed, every 0.1 s, the
-# peak /dev/shm use beyond BASE and rank 0's descriptors, into OUT.
+# peak /dev/shm use beyond BASE and rank 0's descriptors, into OUT after
+# every sample (renamed into place: a kill never leaves it half written;
+# a trap on the kill could fire inside a command substitution and lose
+# it).
 sample() {
     local base=$3 peak=0 fds=0 r0="" u n
-    trap 'echo "$peak $fds" >"$4"; exit 0' TERM
     while :; do
         u=$(( $(shm_used) - base ))
         (( u > peak )) && peak=$u
@@ -105,6 +107,7 @@ sample() {
             n=$(ls "/proc/$r0/fd" 2>/dev/null | wc -l)
             (( n > fds )) && fds=$n
         fi
+        echo "$peak $fds" >"$4.new" && mv -f "$4.new" "$4"
         sleep 0.1
     done
 }
@@ -128,12 +131,14 @@ one() {
         [[ $prov == tcp ]] && cmd+=(--mca pml ob1 --mca btl self,tcp)
         cmd+=(/usr/bin/time -f %M -a -o "$rss" "$mpi_bin" "${args[@]}")
     fi
+    rm -f "$work/peak"
     sample "$sys" "$pat" "$base" "$work/peak" &
     local spid=$!
     /usr/bin/time -f %e -o "$work/wall" "${cmd[@]}" >"$out.csv" 2>"$out.err"
     rc=$?
-    kill -TERM "$spid"; wait "$spid"
-    read -r peak fds <"$work/peak"
+    kill -TERM "$spid"; wait "$spid" 2>/dev/null
+    peak=0 fds=0
+    [[ -s $work/peak ]] && read -r peak fds <"$work/peak"
     wall=$(tail -1 "$work/wall")
     # The check: one data row with 0 errors.
     if [[ $rc -ne 0 ]] || ! awk -F, '$1 == 4096 && $NF == 0 {f = 1} END {exit !f}' "$out.csv"; then
