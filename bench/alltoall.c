@@ -17,14 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "alltoall_common.h"
 #include "ps_comm.h"
-
-/* Byte j of what rank s sends rank d in iteration it. */
-static uint8_t pattern(int s, int d, int it, size_t j)
-{
-	return (uint8_t)((unsigned)s * 31u + (unsigned)d * 7u +
-			 (unsigned)it * 13u + (unsigned)j);
-}
 
 static double now_us(void)
 {
@@ -50,7 +44,7 @@ static int exchange(ps_comm_t c, int rank, int size, size_t len, int it,
 		if (p == rank)
 			continue;
 		for (size_t j = 0; j < len; j++)
-			sb[(size_t)p * len + j] = pattern(rank, p, it, j);
+			sb[(size_t)p * len + j] = a2a_pattern(rank, p, it, j);
 		rc = ps_comm_isend(c, sb + (size_t)p * len, len, p, it,
 				   &req[n++]);
 	}
@@ -60,13 +54,13 @@ static int exchange(ps_comm_t c, int rank, int size, size_t len, int it,
 	for (int p = 0; p < size && !rc; p++)
 		for (size_t j = 0; p != rank && j < len; j++)
 			*wrong += rb[(size_t)p * len + j] !=
-				  pattern(p, rank, it, j);
+				  a2a_pattern(p, rank, it, j);
 	return rc;
 }
 
 int main(int argc, char **argv)
 {
-	long len = 4096, iters = 1;
+	long len, iters;
 	int rank, size, rc;
 	int64_t wrong = 0;
 	uint8_t *sb, *rb;
@@ -74,18 +68,8 @@ int main(int argc, char **argv)
 	double t0, t;
 	ps_comm_t c;
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "-s") == 0)
-			len = atol(argv[i + 1]);
-		else if (strcmp(argv[i], "-i") == 0)
-			iters = atol(argv[i + 1]);
-		else
-			len = -1;
-	}
-	if (len < 1 || len > 1 << 24 || iters < 1 || argc % 2 == 0) {
-		fprintf(stderr, "usage: alltoall [-s LEN] [-i ITERS]\n");
+	if (a2a_options(argc, argv, "alltoall", &len, &iters) != 0)
 		return 2;
-	}
 	if ((rc = ps_comm_init(&c, NULL)) != 0) {
 		fprintf(stderr, "alltoall: ps_comm_init: %s\n",
 			ps_comm_strerror(rc));

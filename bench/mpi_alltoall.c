@@ -12,32 +12,18 @@
 
 #include <mpi.h>
 
-static uint8_t pattern(int s, int d, int it, size_t j)
-{
-	return (uint8_t)((unsigned)s * 31u + (unsigned)d * 7u +
-			 (unsigned)it * 13u + (unsigned)j);
-}
+#include "alltoall_common.h"
 
 int main(int argc, char **argv)
 {
-	long len = 4096, iters = 1, wrong = 0;
+	long len, iters, wrong = 0;
 	int rank, size, n;
 	uint8_t *sb, *rb;
 	MPI_Request *req;
 	double t0, t;
 
-	for (int i = 1; i + 1 < argc; i += 2) {
-		if (strcmp(argv[i], "-s") == 0)
-			len = atol(argv[i + 1]);
-		else if (strcmp(argv[i], "-i") == 0)
-			iters = atol(argv[i + 1]);
-		else
-			len = -1;
-	}
-	if (len < 1 || len > 1 << 24 || iters < 1 || argc % 2 == 0) {
-		fprintf(stderr, "usage: mpi_alltoall [-s LEN] [-i ITERS]\n");
+	if (a2a_options(argc, argv, "mpi_alltoall", &len, &iters) != 0)
 		return 2;
-	}
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &rank);
 	MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -59,7 +45,7 @@ int main(int argc, char **argv)
 				continue;
 			for (long j = 0; j < len; j++)
 				sb[(size_t)p * len + j] =
-					pattern(rank, p, (int)it, (size_t)j);
+					a2a_pattern(rank, p, (int)it, (size_t)j);
 			MPI_Isend(sb + (size_t)p * len, (int)len, MPI_BYTE, p,
 				  (int)it, MPI_COMM_WORLD, &req[n++]);
 		}
@@ -67,7 +53,7 @@ int main(int argc, char **argv)
 		for (int p = 0; p < size; p++)
 			for (long j = 0; p != rank && j < len; j++)
 				wrong += rb[(size_t)p * len + j] !=
-					 pattern(p, rank, (int)it, (size_t)j);
+					 a2a_pattern(p, rank, (int)it, (size_t)j);
 	}
 	t = (MPI_Wtime() - t0) * 1e6 / (double)iters;
 	MPI_Allreduce(MPI_IN_PLACE, &t, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
