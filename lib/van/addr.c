@@ -426,6 +426,35 @@ static size_t fetch_request(const struct psc_node_names *self, uint8_t *buf,
 	return len ? klen + 1 + len : 0;
 }
 
+/*
+ * One fetch over fd, connected to host:port: the handshake, the GET and
+ * the answer into *a. -ECONNRESET or -EPIPE when the van closed the
+ * connection first, which it does to the oldest stranger past
+ * PS_COMM_UNAUTH_MAX: not a refusal, since the van proved it knows the
+ * key before this side sent its own proof, and a van that knows the key
+ * accepts that proof.
+ */
+static int fetch_once(int fd, const char *host, int port,
+		      const struct psc_auth_key *key, const uint8_t *get,
+		      size_t getlen, const char *provider, double deadline,
+		      struct psc_van_addr *a, char *err, size_t errlen)
+{
+	struct psc_wire_hdr h;
+	uint8_t in[REPLY_MAX];
+	int rc = fetch_auth(fd, key, host, port, deadline, err, errlen);
+
+	if (!rc) {
+		rc = write_msg(fd, PSC_WIRE_GET, -1, get, getlen, deadline);
+		if (rc)
+			snprintf(err, errlen, "writing: %s", strerror(-rc));
+	}
+	if (!rc)
+		rc = read_msg(fd, &h, in, sizeof(in), deadline, err, errlen);
+	if (!rc)
+		rc = psc_van_answer_parse(&h, in, provider, a, err, errlen);
+	return rc;
+}
+
 int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 		  const struct psc_node_names *self, const char *provider,
 		  double deadline, struct psc_van_addr *a, char *err,
@@ -433,10 +462,10 @@ int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 {
 	struct psc_hostport hp;
 	struct sockaddr_storage ss;
-	struct psc_wire_hdr h;
-	uint8_t in[REPLY_MAX], get[REPLY_MAX];
+	uint8_t get[REPLY_MAX];
 	size_t getlen = fetch_request(self, get, sizeof(get));
 	socklen_t sl;
+	unsigned step = 0;
 	int fd, rc, last = 0;
 
 	memset(&hp, 0, sizeof(hp));
@@ -456,30 +485,27 @@ int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 	rc = psc_resolve(&hp, &ss, &sl, err, errlen);
 	if (rc)
 		return rc;
-	fd = psc_connect_retry((struct sockaddr *)&ss, sl, deadline, &last);
-	if (fd < 0) {
-		snprintf(err, errlen, "no answer from %s:%d (%s)", host, port,
-			 strerror(last ? last : -fd));
-		return fd;
+	/* A van that closed the connection first is asked again. */
+	for (;;) {
+		fd = psc_connect_retry((struct sockaddr *)&ss, sl, deadline,
+				       &last);
+		if (fd < 0) {
+			snprintf(err, errlen, "no answer from %s:%d (%s)",
+				 host, port, strerror(last ? last : -fd));
+			return fd;
+		}
+		rc = fetch_once(fd, host, port, key, get, getlen, provider,
+				deadline, a, err, errlen);
+		close(fd);
+		if ((rc != -ECONNRESET && rc != -EPIPE) ||
+		    psc_now() >= deadline)
+			break;
+		psc_backoff_sleep(0.01, 0.2, step++, true, deadline);
 	}
-	rc = fetch_auth(fd, key, host, port, deadline, err, errlen);
-	if (!rc) {
-		rc = write_msg(fd, PSC_WIRE_GET, -1, get, getlen, deadline);
-		if (rc)
-			snprintf(err, errlen, "writing: %s", strerror(-rc));
-	}
-	if (!rc) {
-		rc = read_msg(fd, &h, in, sizeof(in), deadline, err, errlen);
-		/* The van drops a fetcher whose proof fails. */
-		if (rc == -ECONNRESET)
-			snprintf(err, errlen, "the van at %s:%d refused this "
-				 "node's proof: PS_COMM_JOB_KEY differs", host,
-				 port);
-		if (rc == -ECONNRESET)
-			rc = -EBADE;
-	}
-	if (!rc)
-		rc = psc_van_answer_parse(&h, in, provider, a, err, errlen);
-	close(fd);
+	if (rc == -ECONNRESET || rc == -EPIPE)
+		snprintf(err, errlen, "the van at %s:%d kept closing the "
+			 "connection before it answered (more strangers at "
+			 "once than its PS_COMM_UNAUTH_MAX, or it is stopping)",
+			 host, port);
 	return rc;
 }

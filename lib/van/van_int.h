@@ -172,9 +172,11 @@ void psc_van_unserve(struct psc_van_server *s);
  * sides prove they know the job key first (net/auth.h); the answer must
  * come from the same provider. A fetcher that will send to the van gives
  * self, what its own channel serves, and the van binds the slot to it;
- * a probe gives NULL. Returns 0, -ETIMEDOUT, -EBADE (another key or
- * provider, or the van refused), -EPROTO, -EMSGSIZE (self does not fit),
- * or another negative errno, with err filled.
+ * a probe gives NULL. A connection the van closed before it answered
+ * (a stranger too many) is tried again until deadline. Returns 0,
+ * -ETIMEDOUT, -EBADE (another key or provider), -EPROTO, -EMSGSIZE (self
+ * does not fit), -ECONNRESET or -EPIPE (the van kept closing it), or
+ * another negative errno, with err filled.
  */
 int psc_van_fetch(const char *host, int port, const struct psc_auth_key *key,
 		  const struct psc_node_names *self, const char *provider,

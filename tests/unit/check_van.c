@@ -4,7 +4,8 @@
  * net and shm): the frame codec and its refusals; the scheduler's fixed port
  * and a taken port with and without retry; self-sends, which never reach
  * the provider, also in ps-lite's stop sequence; connecting again
- * and again; a node sending before it has an id; eight threads sending
+ * and again; fetches that a van with room for one stranger drops asking
+ * again; a node sending before it has an id; eight threads sending
  * while one receives, checked for order and content; segments of 0 B,
  * 1 B and 64 MiB compared bitwise; a provider completing a segment's
  * receive twice failing the van with PS_COMM_ERR_FABRIC, its message
@@ -1088,6 +1089,63 @@ START_TEST(test_wrong_key)
 END_TEST
 
 /*
+ * A van with room for one stranger drops the oldest when the next comes:
+ * 16 fetches at once each get dropped, before or after their proof, and
+ * must ask again rather than report another key (every fetch but a few
+ * failed so, "refused this node's proof", before they did).
+ */
+#define CROWD 16
+
+struct fetcher {
+	int port;
+	const struct psc_auth_key *key;
+	const char *provider;
+	int rc;
+	char err[512];
+};
+
+static void *fetch_one(void *arg)
+{
+	struct fetcher *f = arg;
+	struct psc_van_addr got;
+
+	f->rc = psc_van_fetch(HOST, f->port, f->key, NULL, f->provider,
+			      psc_now() + 30, &got, f->err, sizeof(f->err));
+	return NULL;
+}
+
+START_TEST(test_fetch_crowd)
+{
+	struct fetcher f[CROWD];
+	pthread_t t[CROWD];
+	struct psc_auth_key key;
+	struct node a;
+	char err[512];
+
+	setenv("PS_COMM_JOB_KEY", "van-key-one", 1);
+	setenv("PS_COMM_UNAUTH_MAX", "1", 1);
+	node_up(&a, 8);
+	unsetenv("PS_COMM_UNAUTH_MAX");
+	unsetenv("PS_COMM_JOB_KEY");
+	ck_assert_int_eq(psc_auth_key_load(&key, "van-key-one", err,
+					   sizeof(err)), 0);
+	for (int i = 0; i < CROWD; i++) {
+		f[i] = (struct fetcher){.port = a.port, .key = &key,
+					.provider = ps_comm_van_provider(a.van),
+					.rc = -1};
+		ck_assert_int_eq(pthread_create(&t[i], NULL, fetch_one, &f[i]),
+				 0);
+	}
+	for (int i = 0; i < CROWD; i++) {
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+		ck_assert_msg(f[i].rc == 0, "fetch %d: %d: %s", i, f[i].rc,
+			      f[i].err);
+	}
+	ps_comm_van_destroy(a.van);
+}
+END_TEST
+
+/*
  * A fetch that says where its go-aheads go must name this van's provider
  * and carry an address; otherwise the van refuses it (an ERROR answer,
  * no slot bound) and goes on serving.
@@ -1901,6 +1959,7 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_wait_policy);
 	tcase_add_test(tc, test_wrong_key);
 	tcase_add_test(tc, test_fetch_refused);
+	tcase_add_test(tc, test_fetch_crowd);
 	tcase_add_test(tc, test_reused_id);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("faults");
