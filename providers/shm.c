@@ -19,6 +19,7 @@
  * held forever, hence peer_locks.
  */
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,12 +75,13 @@ static void shm_remove_regions(const void *addr, size_t addrlen, int pid)
 
 /*
  * The offset just past the last nonzero byte of fd (size bytes), reading
- * only its data, not its holes (tmpfs reports both); size on error, so
- * that nothing is given back.
+ * only its data, not its holes (tmpfs reports both). size when that
+ * cannot be told (an error, no SEEK_DATA), so that nothing is given back.
  */
 static off_t data_end(int fd, off_t size)
 {
 	off_t ext[64][2], off = 0;
+	bool dropped = false;
 	int n = 0;
 	char buf[16384];
 
@@ -87,25 +89,30 @@ static off_t data_end(int fd, off_t size)
 	while (off < size) {
 		off_t start = lseek(fd, off, SEEK_DATA), end;
 
-		if (start < 0)
+		if (start < 0 && errno == ENXIO)
 			break;
+		if (start < 0)
+			return size;
 		end = lseek(fd, start, SEEK_HOLE);
 		if (end <= start)
 			return size;
 		if (n == 64) {
 			memmove(ext[0], ext[1], sizeof(ext[0]) * 63);
 			n--;
+			dropped = true;
 		}
 		ext[n][0] = start;
 		ext[n][1] = end;
 		n++;
 		off = end;
 	}
-	while (n-- > 0) {
-		for (off_t hi = ext[n][1]; hi > ext[n][0];) {
-			off_t lo = hi - (off_t)sizeof(buf) > ext[n][0]
+	if (n == 0)
+		return size;
+	for (int i = n - 1; i >= 0; i--) {
+		for (off_t hi = ext[i][1]; hi > ext[i][0];) {
+			off_t lo = hi - (off_t)sizeof(buf) > ext[i][0]
 					   ? hi - (off_t)sizeof(buf)
-					   : ext[n][0];
+					   : ext[i][0];
 			ssize_t got = pread(fd, buf, (size_t)(hi - lo), lo);
 
 			if (got != hi - lo)
@@ -117,7 +124,8 @@ static off_t data_end(int fd, off_t size)
 			hi = lo;
 		}
 	}
-	return 0;
+	/* All zeros from the first extent read; what came before is not. */
+	return dropped ? ext[0][0] : 0;
 }
 
 /*
