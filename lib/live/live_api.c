@@ -207,6 +207,44 @@ int psc_live_peer(struct psc_live *l, int r, const char *host,
 	return 0;
 }
 
+/*
+ * After the proof: the root's first frame on fd, a BEAT, says it
+ * admitted this rank (lv_admit). 0 once it is read, and also when none
+ * came by deadline: the root may have admitted this rank all the same,
+ * and a link it admitted that closes is a death to it, so the link is
+ * kept and the BEAT read with what follows. -ECONNRESET when fd closed
+ * first (dropped as a stranger too many, or refused), -EPROTO when the
+ * first frame is another.
+ */
+static int await_admission(int fd, double deadline)
+{
+	uint8_t f[HDR];
+
+	for (;;) {
+		double left = deadline - psc_now();
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n;
+
+		if (left <= 0)
+			return 0;
+		if (poll(&p, 1, (int)ceil(left * 1e3)) < 0 && errno != EINTR)
+			return -ECONNRESET;
+		n = recv(fd, f, sizeof(f), MSG_PEEK | MSG_DONTWAIT);
+		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+			return -ECONNRESET;
+		if (n == (ssize_t)sizeof(f))
+			break;
+		/* Part of the header: the rest is a moment away. */
+		if (n > 0)
+			psc_backoff_sleep(1e-4, 1e-3, 0, false, deadline);
+	}
+	if (f[0] != F_BEAT || psc_be_get(f + 2, 2) != 0)
+		return -EPROTO;
+	return recv(fd, f, sizeof(f), MSG_DONTWAIT) == (ssize_t)sizeof(f)
+		       ? 0
+		       : -ECONNRESET;
+}
+
 int psc_live_handshake(struct psc_live *l, int target, double deadline,
 		       int *fdp, char *err, size_t len)
 {
@@ -265,15 +303,9 @@ int psc_live_handshake(struct psc_live *l, int target, double deadline,
 			psc_outq_pending(&k.out)))
 		rc = -ECONNRESET;
 	psc_outq_free(&k.out);
-	/*
-	 * Admitted once the root's first frame, a BEAT, arrives (lv_admit):
-	 * until then its listener may still drop this connection as one
-	 * stranger too many.
-	 */
+	/* Until the root admits it, its listener may still drop it. */
 	if (rc == 0)
-		rc = psc_read_full(fd, f, HDR, deadline);
-	if (rc == 0 && (f[0] != F_BEAT || psc_be_get(f + 2, 2) != 0))
-		rc = -EPROTO;
+		rc = await_admission(fd, deadline);
 	if (rc) {
 		snprintf(err, len, "rank %d (host %s, pid %d) died: its "
 			 "liveness connection closed during the handshake "

@@ -168,8 +168,9 @@ int psc_live_listen(struct psc_live *l, char *err, size_t len);
 
 /*
  * Connect to root's listener, authenticate (HELLO, CHAL, PROOF) and
- * wait for root's first frame, which says it admitted this rank,
- * blocking until deadline (psc_now() seconds): the socket in *fd, or a
+ * wait for root's first frame, which says it admitted this rank (when
+ * deadline comes first, the socket is handed out all the same: root may
+ * have admitted it), blocking until deadline (psc_now() seconds): the socket in *fd, or a
  * negative errno with words in err (-EACCES: root does not know the
  * key; -ECONNREFUSED: nothing listens at its address; -ECONNRESET:
  * the connection closed before root admitted it, which may be tried
