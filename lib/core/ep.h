@@ -108,17 +108,6 @@ const struct psc_caps *psc_ep_caps(const struct psc_ep *ep);
 uint64_t psc_ep_tag_format(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
-/*
- * Let large send r go without its receiver's go-ahead (p2p decides which
- * may; caps.ahead_min), if a unit is free: true and r holds it
- * (r->ahead) until it completes or is freed. ep has at most
- * PSC_EP_AHEAD_MAX, and no more than half the receive pool (rx_size)
- * shared among the addresses it knows, so that these sends, unexpected
- * at their receiver until it matches them, cannot fill its pool. Lock
- * held.
- */
-bool psc_ep_ahead_take(struct psc_ep *ep, struct ps_comm_request *r);
-#define PSC_EP_AHEAD_MAX 4u
 const char *psc_ep_provider(const struct psc_ep *ep);
 /* The rank the endpoint was opened for, for log lines. */
 int psc_ep_rank(const struct psc_ep *ep);

@@ -56,8 +56,6 @@ struct psc_ep {
 	size_t posted_bounces;	       /* of posted[1]: bounce buffers */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
 	bool in_progress;	       /* inside psc_progress's CQ reads */
-	unsigned ahead;		       /* requests holding a unit of
-					* psc_ep_ahead_take, under the lock */
 	double spin_us;		       /* busy-poll before backing off */
 	bool lean_wait;		       /* block at once, never yield */
 	size_t av_count;	       /* addresses inserted: written under

@@ -113,8 +113,6 @@ struct ps_comm_request {
 	bool owns_buf;	      /* buf is malloc'd: free it with the request */
 	bool no_inject;	      /* complete only once the provider sent it */
 	bool cancel_asked;    /* pscomm called fi_cancel on it */
-	bool ahead;	      /* holds a unit of psc_ep_ahead_take: given
-			       * back when it completes or is freed */
 	uint8_t resends;      /* posted again after its connection closed */
 	size_t user_len;      /* receive: the caller's buffer length */
 	void *user_buf;

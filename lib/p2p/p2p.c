@@ -324,23 +324,6 @@ static size_t send_chunk(const struct psc_caps *c)
 }
 
 /*
- * Whether large send p of len bytes goes without waiting for the
- * go-ahead where chunks wait for it: only where unexpected arrivals are
- * bounded by the go-ahead (caps.chunks_credit), as one chunk that its
- * provider completes once the receiver matched it (caps.ahead_min), and
- * only with one of its endpoint's few units (psc_ep_ahead_take). This
- * spares a small large message the go-ahead's round trip on shm. Lock
- * held.
- */
-static bool goes_ahead(struct ps_comm_request *p, size_t len)
-{
-	const struct psc_caps *c = psc_ep_caps(p->ep);
-
-	return c->chunks_credit && c->ahead_min && len >= c->ahead_min &&
-	       len <= send_chunk(c) && psc_ep_ahead_take(p->ep, p);
-}
-
-/*
  * Post a large send as a header plus chunks, or, when the chunks must
  * wait, a header and the receive of the go-ahead (from any rank: the
  * stream id is the sender's own). Lock held.
@@ -350,7 +333,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       uint32_t src, uint32_t tag)
 {
 	const struct psc_tag_layout *tl = &ch->tl;
-	bool waits = psc_ep_caps(p->ep)->chunks_wait && !goes_ahead(p, len);
+	bool waits = psc_ep_caps(p->ep)->chunks_wait;
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
 	struct ps_comm_request *k = NULL;
 	int rc;

@@ -254,6 +254,91 @@ static void test_order(void)
  * from the last rank (another node in the node layouts of the tests)
  * truncates without disturbing the message after it.
  */
+/*
+ * Wait for n requests, failing test (and leaving the job: the requests
+ * are still the provider's) when they are not done within 60 s, so that
+ * a hang fails the suite and names the test.
+ */
+static int wait_bounded(const char *test, size_t n, ps_comm_request_t *reqs,
+			ps_comm_status_t *st)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (size_t i = 0; i < n;) {
+		int done = 0, rc = ps_comm_test(&reqs[i], &done,
+						st ? &st[i] : NULL);
+
+		if (rc)
+			return rc;
+		if (done) {
+			i++;
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 60) {
+			fail(test, "request %zu of %zu not done after 60 s", i,
+			     n);
+			exit(1);
+		}
+	}
+	return 0;
+}
+
+/*
+ * A receiver may take messages in any order of tags: rank 1 sends one
+ * large message with tag 50, then LATER ones with tag 51, and rank 0
+ * receives every tag-51 message before the first. Where the provider
+ * completes sends only in the order they were posted (shm above its
+ * inject size), a chunk posted before its receive existed held back the
+ * completion of every send behind it; past the sends an endpoint keeps
+ * in flight the next was never posted, and both ranks waited for ever.
+ */
+#define LATER 100
+static void test_received_last(void)
+{
+	const char *t = "a large message received after 100 sent behind it";
+	const size_t len = 20000;
+	ps_comm_request_t rq[LATER + 1];
+	ps_comm_status_t st[LATER + 1];
+	unsigned char *b;
+	long bad;
+
+	if (size < 2 || rank > 1) {
+		ok(t);
+		return;
+	}
+	if (!(b = malloc(len * (LATER + 1)))) {
+		fail(t, "out of memory");
+		ok(t);
+		return;
+	}
+	for (int i = 0; rank == 1 && i <= LATER; i++) {
+		fill(b + len * (size_t)i, len, rank, 500 + (size_t)i);
+		CHECK_RC(t, ps_comm_isend(comm, b + len * (size_t)i, len, 0,
+					  i ? 51 : 50, &rq[i]));
+	}
+	for (int i = 1; rank == 0 && i <= LATER; i++)
+		CHECK_RC(t, ps_comm_irecv(comm, b + len * (size_t)i, len, 1,
+					  51, &rq[i]));
+	if (rank == 0) {
+		CHECK_RC(t, wait_bounded(t, LATER, rq + 1, st + 1));
+		CHECK_RC(t, ps_comm_irecv(comm, b, len, 1, 50, &rq[0]));
+		CHECK_RC(t, wait_bounded(t, 1, rq, st));
+		for (int i = 0; i <= LATER; i++) {
+			bad = verify(b + len * (size_t)i, len, 1,
+				     500 + (size_t)i);
+			if (st[i].len != len || bad >= 0)
+				fail(t, "message %d: %zu bytes, byte %ld wrong",
+				     i, st[i].len, bad);
+		}
+	} else {
+		CHECK_RC(t, wait_bounded(t, LATER + 1, rq, NULL));
+	}
+	free(b);
+	ok(t);
+}
+
 static size_t mixed_len(int i)
 {
 	static const size_t lens[] = {0, 4, 33, 700, 5000, 20000, 4, 9000};
@@ -948,6 +1033,7 @@ int main(int argc, char **argv)
 	test_wildcards();
 	test_order();
 	test_mixed();
+	test_received_last();
 	test_truncate();
 	test_self();
 	test_poll();
