@@ -96,6 +96,13 @@ struct psc_caps {
 				 * go-ahead lets a large message's chunks
 				 * go only as far as its receiver has posted
 				 * receives for them (needs chunks_wait) */
+	size_t ahead_min;	/* chunks_credit: a message sent as one
+				 * chunk of at least this many bytes
+				 * completes at its sender only once its
+				 * receiver matched it (shm reads it by
+				 * cross-memory attach or in segments), so
+				 * a few may go without the go-ahead
+				 * (psc_ep_ahead_take); 0: never */
 	bool connect_race;	/* connections open on the first send and a
 				 * crossing connect can replace a live one,
 				 * losing what was sent on it (net), or come

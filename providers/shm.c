@@ -189,6 +189,12 @@ static void shm_derive_caps(const struct fi_info *info, struct psc_caps *c)
 	 */
 	c->chunks_wait = true;
 	c->chunks_credit = true;
+	/*
+	 * Past its inject size, shm completes a send only when the receiver
+	 * has matched and copied it: such a message can go without the
+	 * go-ahead's round trip, a few at a time.
+	 */
+	c->ahead_min = c->inject_size + 1;
 }
 
 const struct psc_provider_ops psc_shm_ops = {

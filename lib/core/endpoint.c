@@ -591,6 +591,23 @@ size_t psc_ep_single_limit(const struct psc_ep *ep)
 				     : ep->fab.caps.max_msg_size;
 }
 
+bool psc_ep_ahead_take(struct psc_ep *ep, struct ps_comm_request *r,
+		       size_t len)
+{
+	const struct psc_caps *c = &ep->fab.caps;
+	size_t peers = PSC_MAX(__atomic_load_n(&ep->av_count,
+					       __ATOMIC_RELAXED),
+			       (size_t)1);
+
+	if (r->ahead || ep->ahead >= PSC_EP_AHEAD_MAX ||
+	    ((size_t)ep->ahead + 1) * 2 * peers > c->rx_size ||
+	    len > PSC_EP_AHEAD_BYTES / PSC_EP_AHEAD_MAX / peers)
+		return false;
+	ep->ahead++;
+	r->ahead = true;
+	return true;
+}
+
 const char *psc_ep_provider(const struct psc_ep *ep)
 {
 	return psc_fab_provider(&ep->fab);

@@ -108,6 +108,21 @@ const struct psc_caps *psc_ep_caps(const struct psc_ep *ep);
 uint64_t psc_ep_tag_format(const struct psc_ep *ep);
 /* The largest message sent as one piece. */
 size_t psc_ep_single_limit(const struct psc_ep *ep);
+/*
+ * Let large send r of len bytes go without its receiver's go-ahead (p2p
+ * decides which may; caps.ahead_min), if a unit is free: true and r
+ * holds it (r->ahead) until it completes or is freed. ep has at most
+ * PSC_EP_AHEAD_MAX, and no more than half the receive pool (rx_size)
+ * shared among the addresses it knows, so that these sends cannot fill
+ * a receiver's pool. A receiver takes such a message whether or not a
+ * receive wants it yet, into a buffer of its own (p2p/p2p.c), so len is
+ * at most PSC_EP_AHEAD_BYTES shared among the units and the addresses.
+ * Lock held.
+ */
+bool psc_ep_ahead_take(struct psc_ep *ep, struct ps_comm_request *r,
+		       size_t len);
+#define PSC_EP_AHEAD_MAX 4u
+#define PSC_EP_AHEAD_BYTES ((size_t)64 << 20)
 const char *psc_ep_provider(const struct psc_ep *ep);
 /* The rank the endpoint was opened for, for log lines. */
 int psc_ep_rank(const struct psc_ep *ep);
@@ -212,6 +227,11 @@ struct psc_first_ops {
 	void (*detach)(void *arg, const struct psc_ep *ep);
 	/* The last endpoint sharing arg closed: free it. No lock. */
 	void (*destroy)(void *arg);
+	/*
+	 * Progress passed on ep while the hook counted work due
+	 * (psc_ep_first_due): do what is due. Lock held.
+	 */
+	void (*poll)(void *arg, struct psc_ep *ep);
 };
 
 /*
@@ -224,6 +244,12 @@ void *psc_ep_first_register(struct psc_ep *ep,
 			    const struct psc_first_ops *ops);
 /* The registered hook's state, or NULL. Lock held. */
 void *psc_ep_first_arg(const struct psc_ep *ep);
+/*
+ * Count work of the hook up (by 1) or down (by -1) on ep and its
+ * partner: while any is counted, every progress pass calls its poll.
+ * Lock held.
+ */
+void psc_ep_first_due(struct psc_ep *ep, int by);
 
 /*
  * Hold [buf, buf + len) registered for the children of a large message

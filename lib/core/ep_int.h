@@ -24,6 +24,7 @@ struct psc_ep_shared {
 	pthread_mutex_t lock;
 	const struct psc_first_ops *first_ops; /* NULL: none registered */
 	void *first_arg;		       /* the hook's state */
+	unsigned first_due;		       /* psc_ep_first_due's count */
 	int refs;
 };
 
@@ -56,6 +57,8 @@ struct psc_ep {
 	size_t posted_bounces;	       /* of posted[1]: bounce buffers */
 	size_t post_limit[2];	       /* at most this many (queue depth) */
 	bool in_progress;	       /* inside psc_progress's CQ reads */
+	unsigned ahead;		       /* requests holding a unit of
+					* psc_ep_ahead_take, under the lock */
 	double spin_us;		       /* busy-poll before backing off */
 	bool lean_wait;		       /* block at once, never yield */
 	size_t av_count;	       /* addresses inserted: written under
@@ -158,6 +161,8 @@ void psc_first_detach(struct psc_ep *ep);
 void psc_first_destroy(struct psc_ep_shared *sh);
 /* Withdraw r from the hook's layer (ops->withdraw). Lock held. */
 bool psc_first_withdraw(struct psc_ep *ep, struct ps_comm_request *r);
+/* A progress pass with work of the hook due (ops->poll). Lock held. */
+void psc_first_poll(struct psc_ep *ep);
 /*
  * A receive buffer b got a first message: hand it to the hook (a ring's
  * announcement to psc_shmring_accept), then repost b. Lock held.

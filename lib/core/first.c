@@ -160,6 +160,19 @@ void psc_first_destroy(struct psc_ep_shared *sh)
 	sh->first_arg = NULL;
 }
 
+void psc_ep_first_due(struct psc_ep *ep, int by)
+{
+	ep->sh->first_due += (unsigned)by;
+}
+
+void psc_first_poll(struct psc_ep *ep)
+{
+	const struct psc_first_ops *ops = ep->sh->first_ops;
+
+	if (ops && ops->poll)
+		ops->poll(ep->sh->first_arg, ep);
+}
+
 bool psc_first_withdraw(struct psc_ep *ep, struct ps_comm_request *r)
 {
 	const struct psc_first_ops *ops = ep->sh->first_ops;

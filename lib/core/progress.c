@@ -445,6 +445,8 @@ static int progress_one(struct psc_ep *ep)
 	/* After the CQ: a ring announced in it may already hold messages. */
 	if (ep->shmring)
 		total += psc_shmring_poll(ep);
+	if (ep->sh->first_due)
+		psc_first_poll(ep);
 	ep->in_progress = false;
 	retry_queue(ep, &ep->txq);
 	retry_queue(ep, &ep->rxq);

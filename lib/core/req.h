@@ -113,6 +113,8 @@ struct ps_comm_request {
 	bool owns_buf;	      /* buf is malloc'd: free it with the request */
 	bool no_inject;	      /* complete only once the provider sent it */
 	bool cancel_asked;    /* pscomm called fi_cancel on it */
+	bool ahead;	      /* holds a unit of psc_ep_ahead_take: given
+			       * back when it completes or is freed */
 	uint8_t resends;      /* posted again after its connection closed */
 	size_t user_len;      /* receive: the caller's buffer length */
 	void *user_buf;
@@ -120,6 +122,8 @@ struct ps_comm_request {
 	/* Registration: held from posting until completion. */
 	struct psc_mr *mr;	       /* the buffer's, or its parent's range */
 	struct psc_mr_slot *mr_slot;   /* pre-registered copy of a small one */
+	/* First receive: its large message's chunk, received ahead (p2p). */
+	struct ps_comm_request *ahead_chunk;
 };
 
 /* A FIFO of requests waiting to be posted (EAGAIN). */

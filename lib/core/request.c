@@ -62,6 +62,15 @@ void psc_req_move(struct ps_comm_request *r, struct psc_ep *ep)
 	live_link(r, ep);
 }
 
+/* Give back r's unit of psc_ep_ahead_take, if it holds one. Lock held. */
+static void ahead_give(struct ps_comm_request *r)
+{
+	if (r->ahead) {
+		r->ahead = false;
+		r->ep->ahead--;
+	}
+}
+
 void psc_req_free(struct ps_comm_request *r)
 {
 	struct psc_ep *ep = r->ep;
@@ -74,6 +83,7 @@ void psc_req_free(struct ps_comm_request *r)
 		psc_req_free(k);
 	}
 	live_unlink(r);
+	ahead_give(r);
 	/* Closing with operations posted: their holds go with them. */
 	psc_reqmr_done(ep, r, 0);
 	if (r->owns_buf) {
@@ -115,6 +125,7 @@ bool psc_req_done(const struct ps_comm_request *r)
 /* Mark done: the release store pairs with psc_req_done(). */
 static void req_mark_done(struct ps_comm_request *r)
 {
+	ahead_give(r);
 	__atomic_store_n(&r->state, PSC_REQ_DONE, __ATOMIC_RELEASE);
 }
 

@@ -324,6 +324,26 @@ static size_t send_chunk(const struct psc_caps *c)
 }
 
 /*
+ * Whether large send p of len bytes goes without waiting for the
+ * go-ahead where chunks wait for it: only where unexpected arrivals are
+ * bounded by the go-ahead (caps.chunks_credit), as one chunk that its
+ * provider completes once the receiver matched it (caps.ahead_min), and
+ * only with one of its endpoint's few units (psc_ep_ahead_take). This
+ * spares a small large message the go-ahead's round trip on shm. Such a
+ * provider completes a sender's sends in the order they were posted, so
+ * one that waited for its receive to be posted would hold back every
+ * send behind it: its receiver takes it at once (ahead_recv). Lock held.
+ */
+static bool goes_ahead(struct ps_comm_request *p, size_t len)
+{
+	const struct psc_caps *c = psc_ep_caps(p->ep);
+
+	return c->chunks_credit && c->ahead_min && c->sw_match &&
+	       len >= c->ahead_min && len <= send_chunk(c) &&
+	       psc_ep_ahead_take(p->ep, p, len);
+}
+
+/*
  * Post a large send as a header plus chunks, or, when the chunks must
  * wait, a header and the receive of the go-ahead (from any rank: the
  * stream id is the sender's own). Lock held.
@@ -333,7 +353,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 		       uint32_t src, uint32_t tag)
 {
 	const struct psc_tag_layout *tl = &ch->tl;
-	bool waits = psc_ep_caps(p->ep)->chunks_wait;
+	bool waits = psc_ep_caps(p->ep)->chunks_wait && !goes_ahead(p, len);
 	uint32_t seq = (uint32_t)(ch->large_seq++ & tl->user_mask);
 	struct ps_comm_request *k = NULL;
 	int rc;
@@ -744,12 +764,113 @@ static const struct psc_req_ops chunk_recv_ops = {
 	.truncated = chunk_recv_truncated,
 };
 
+/* A chunk received ahead came in: keep it until a receive claims it. */
+static int ahead_recv_complete(struct ps_comm_request *k,
+			       const struct fi_cq_tagged_entry *ev)
+{
+	k->status.len = ev->len;
+	return 0;
+}
+
+static const struct psc_req_ops ahead_recv_ops = {
+	.size = sizeof(struct psc_req_ops),
+	.complete = ahead_recv_complete,
+};
+
+bool psc_p2p_is_ahead(const struct psc_ep *ep, uint64_t tag,
+		      const uint8_t *hdr, size_t len)
+{
+	const struct psc_caps *c = psc_ep_caps(ep);
+	struct psc_tag_layout tl;
+	uint64_t total;
+
+	if (len != LARGE_HDR_LEN || !c->chunks_wait || !c->ahead_min ||
+	    !c->sw_match || psc_be_get(hdr, 4) != LARGE_MAGIC ||
+	    (psc_be_get(hdr + 4, 4) & LARGE_WAITS))
+		return false;
+	total = psc_be_get(hdr + 8, 8);
+	/* One chunk, of a size psc_ep_ahead_take lets go. */
+	return total >= c->ahead_min && total <= psc_be_get(hdr + 20, 4) &&
+	       total <= PSC_EP_AHEAD_BYTES / PSC_EP_AHEAD_MAX &&
+	       psc_tag_layout_init(&tl, psc_ep_tag_format(ep)) == 0 &&
+	       psc_tag_is_large(&tl, tag);
+}
+
+struct ps_comm_request *psc_p2p_ahead_recv(struct psc_ep *ep, uint64_t tag,
+					   const uint8_t *hdr, size_t len)
+{
+	uint64_t total = psc_be_get(hdr + 8, 8);
+	struct psc_tag_layout tl;
+	struct ps_comm_request *k;
+
+	if (!psc_p2p_is_ahead(ep, tag, hdr, len) ||
+	    psc_tag_layout_init(&tl, psc_ep_tag_format(ep)) != 0)
+		return NULL;
+	k = psc_req_alloc(ep, NULL, PSC_REQ_RECV);
+	if (k && !(k->buf = malloc((size_t)total))) {
+		psc_req_free(k);
+		k = NULL;
+	}
+	if (!k) {
+		psc_log(PSC_LOG_ERROR, psc_ep_rank(ep), "out of memory: a "
+			"message of %llu bytes sent ahead of its receive waits "
+			"for it, and its sender's later sends with it",
+			(unsigned long long)total);
+		return NULL;
+	}
+	k->owns_buf = true;
+	k->len = (size_t)total;
+	k->ops = &ahead_recv_ops;
+	k->addr = FI_ADDR_UNSPEC;
+	/* The chunk's tag: the header's context and sender, the stream. */
+	k->tag = psc_tag_make(&tl, PSC_PROTO_CONT, false, 0, 0,
+			      (uint32_t)psc_be_get(hdr + 16, 4)) |
+		 (tag & (tl.ctx_mask | tl.rank_mask));
+	k->ignore = tl.large_bit;
+	if (psc_ep_post(ep, k) != 0) {
+		psc_req_free(k);
+		return NULL;
+	}
+	return k;
+}
+
+/*
+ * Large receive r (one chunk of total bytes) claims k, the receive of
+ * its chunk that psc_p2p_ahead_recv posted when the header came first:
+ * what k received goes to the caller's buffer now, or when it arrives.
+ * Returns 0 or k's error. Lock held.
+ */
+static int adopt_ahead(struct ps_comm_request *r, struct ps_comm_request *k,
+		       uint64_t total)
+{
+	size_t take = (size_t)PSC_MIN(total, (uint64_t)r->user_len);
+	int rc;
+
+	r->chunk_next = total;
+	if (!psc_req_done(k)) {
+		k->ops = &chunk_recv_ops;
+		k->owner = r->owner;
+		k->user_buf = r->user_buf;
+		k->user_len = take;
+		psc_req_adopt(r, k);
+		return 0;
+	}
+	rc = k->status.error;
+	if (!rc && take)
+		psc_copy(r->user_buf, k->buf, PSC_MIN(take, k->status.len));
+	psc_req_free(k);
+	if (rc && !r->status.error)
+		r->status.error = rc;
+	return rc;
+}
+
 /*
  * Turn r into the parent of the receives of a large message's chunks,
  * up to LARGE_WINDOW at a time.
  */
 static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 {
+	struct ps_comm_request *pre = r->ahead_chunk;
 	struct psc_chan *ch = r->owner;
 	const struct psc_tag_layout *tl = &ch->tl;
 	/* The endpoint the header came on, where its chunks follow. */
@@ -779,6 +900,7 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 			caps->max_msg_size);
 		return -EPROTO;
 	}
+	r->ahead_chunk = NULL;
 	/* The chunks overwrite a header received into the caller's buffer. */
 	if (hdr != r->scratch)
 		memcpy(r->scratch, hdr, LARGE_HDR_LEN);
@@ -791,6 +913,8 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	if (total > r->user_len)
 		r->status.error = -FI_ETRUNC;
 	r->children_left++;
+	if (pre)
+		rc = adopt_ahead(r, pre, total);
 	for (int i = 0; rc == 0 && i < LARGE_WINDOW && r->chunk_next < total;
 	     i++) {
 		struct ps_comm_request *k = new_child(r, PSC_REQ_RECV, NULL, 0,

@@ -32,10 +32,28 @@
 #include "util/copy.h"
 #include "util/log.h"
 
+/*
+ * When the header of a message sent ahead (psc_p2p_is_ahead) that no
+ * receive claimed gets its chunk received into a buffer of pscomm's own:
+ * after this many progress passes and this long since it came. A
+ * program that posts its receive soon claims it first, and the provider
+ * then copies the chunk once, into the receive's buffer; one that waits
+ * on something else meanwhile (which may be held back behind that chunk
+ * at its sender) makes the passes spinning or sleeping.
+ */
+#define AHEAD_CLAIM_PASSES 64
+#define AHEAD_CLAIM_SEC 1e-3
+
 /* An arrival that no receive wanted yet. */
 struct swm_unexp {
 	struct swm_unexp *next;
 	struct psc_ep *ep;	/* where it arrived (a pair shares the queue) */
+	/* A header sent ahead, until claimed or its chunk received. */
+	struct swm_unexp *ahead_next;
+	bool ahead_due;
+	uint64_t ahead_pass;	/* m->passes when it came */
+	double ahead_at;	/* psc_now() when it came */
+	struct ps_comm_request *ahead; /* its chunk's receive, or NULL */
 	uint64_t tag;
 	size_t len;
 	uint8_t data[];
@@ -45,8 +63,24 @@ struct swm_unexp {
 struct psc_swm {
 	struct ps_comm_request *posted; /* receives, in posting order */
 	struct swm_unexp *unexp;	/* arrivals, in arrival order */
+	struct swm_unexp *ahead;	/* the ahead_due ones */
+	uint64_t passes;		/* swm_poll calls while any is due */
 	uint64_t dropped;		/* malformed arrivals dropped */
 };
+
+/* u (ahead_due) is claimed, or its chunk received: no longer due. */
+static void ahead_settle(struct psc_swm *m, struct swm_unexp *u)
+{
+	struct swm_unexp **pp = &m->ahead;
+
+	if (!u->ahead_due)
+		return;
+	while (*pp != u)
+		pp = &(*pp)->ahead_next;
+	*pp = u->ahead_next;
+	u->ahead_due = false;
+	psc_ep_first_due(u->ep, -1);
+}
 
 static bool tag_matches(const struct ps_comm_request *r, uint64_t tag)
 {
@@ -104,6 +138,15 @@ swm_match(struct psc_swm *m, struct psc_ep *ep, uint64_t tag,
 	u->tag = tag;
 	u->len = len;
 	psc_copy(u->data, data, len);
+	u->ahead = NULL;
+	u->ahead_due = psc_p2p_is_ahead(ep, tag, data, len);
+	if (u->ahead_due) {
+		u->ahead_pass = m->passes;
+		u->ahead_at = psc_now();
+		u->ahead_next = m->ahead;
+		m->ahead = u;
+		psc_ep_first_due(ep, 1);
+	}
 	for (tail = &m->unexp; *tail; tail = &(*tail)->next)
 		;
 	*tail = u;
@@ -153,6 +196,8 @@ void psc_swm_recv(struct psc_swm *m, struct psc_ep *ep,
 			struct swm_unexp *u = *pp;
 
 			*pp = u->next;
+			ahead_settle(m, u);
+			r->ahead_chunk = u->ahead;
 			deliver(u->ep, r, u->tag, u->data, u->len);
 			free(u);
 			return;
@@ -207,7 +252,30 @@ static void swm_detach(void *arg, const struct psc_ep *ep)
 			continue;
 		}
 		*up = u->next;
+		ahead_settle(m, u);
 		free(u);
+	}
+}
+
+/*
+ * A progress pass with headers sent ahead unclaimed: receive the chunks
+ * of those past AHEAD_CLAIM_*.
+ */
+static void swm_poll(void *arg, struct psc_ep *ep)
+{
+	struct psc_swm *m = arg;
+	struct swm_unexp *u, *next;
+	double now = psc_now();
+
+	(void)ep;
+	m->passes++;
+	for (u = m->ahead; u; u = next) {
+		next = u->ahead_next;
+		if (m->passes - u->ahead_pass < AHEAD_CLAIM_PASSES ||
+		    now - u->ahead_at < AHEAD_CLAIM_SEC)
+			continue;
+		ahead_settle(m, u);
+		u->ahead = psc_p2p_ahead_recv(u->ep, u->tag, u->data, u->len);
 	}
 }
 
@@ -238,6 +306,7 @@ static const struct psc_first_ops swm_ops = {
 	.withdraw = swm_withdraw,
 	.detach = swm_detach,
 	.destroy = swm_destroy,
+	.poll = swm_poll,
 };
 
 struct psc_swm *psc_swm_attach(struct psc_ep *ep)

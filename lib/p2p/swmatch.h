@@ -59,5 +59,22 @@ void psc_swm_recv(struct psc_swm *m, struct psc_ep *ep,
 
 /* Withdraw a queued receive, completing it cancelled; true if queued. */
 bool psc_swm_cancel(struct psc_swm *m, struct ps_comm_request *r);
+/*
+ * p2p.c's, for an arrival no receive wanted yet (tag, len bytes at hdr,
+ * on ep). psc_p2p_is_ahead: whether it is the header of a large message
+ * whose one chunk went without the go-ahead. A provider that completes
+ * sends in posting order (shm) holds back every later send of its
+ * sender until that chunk is matched, and the sender or a third rank may
+ * wait on one of those before this program posts the receive. So when
+ * no receive claimed the header soon (AHEAD_CLAIM_* in swmatch.c),
+ * psc_p2p_ahead_recv posts a receive for the chunk into a buffer of its
+ * own and returns it (NULL: not such a header, or out of memory). The
+ * receive that matches the header later takes it over (ahead_chunk); one
+ * never claimed goes with the endpoint. Lock held.
+ */
+bool psc_p2p_is_ahead(const struct psc_ep *ep, uint64_t tag,
+		      const uint8_t *hdr, size_t len);
+struct ps_comm_request *psc_p2p_ahead_recv(struct psc_ep *ep, uint64_t tag,
+					   const uint8_t *hdr, size_t len);
 
 #endif /* PSC_P2P_SWMATCH_H */

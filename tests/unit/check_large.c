@@ -10,7 +10,10 @@
  * Where unexpected arrivals share the receive pool (caps.chunks_credit,
  * forced here), a send holds its chunks until the receive is posted, and
  * a long message, sent half a window at a time, still costs a bounded
- * number of requests. Runs on any provider (FI_PROVIDER chooses).
+ * number of requests, and only a few one-chunk messages go without the
+ * go-ahead where the provider allows it (caps.ahead_min), taken by the
+ * receiver before their receives exist. Runs on any provider
+ * (FI_PROVIDER chooses).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -304,6 +307,79 @@ START_TEST(test_window_waits)
 END_TEST
 
 /*
+ * Where a one-chunk message completes at its sender only once matched
+ * (caps.ahead_min, forced here), up to PSC_EP_AHEAD_MAX such messages go
+ * without the go-ahead, before any receive is posted; the next, and a
+ * message of two chunks, wait for it. The receiver takes the ones that
+ * went into buffers of its own, so they complete at the sender before
+ * any receive is posted (shm completes sends in posting order: one that
+ * waited for its receive would hold back every send behind it), and
+ * their units come back. Every message arrives whole, in receives
+ * posted in the opposite order.
+ */
+START_TEST(test_ahead_bounded)
+{
+	enum { N = PSC_EP_AHEAD_MAX + 2 };
+	size_t len[N + 1];
+	unsigned char *s[N + 1], *r[N + 1];
+	ps_comm_request_t sr[N + 1], rr[N + 1];
+	ps_comm_status_t st;
+	int ahead = 0;
+	double end = psc_now() + 10;
+
+	by_window();
+	fx_one.ep->fab.caps.ahead_min = 4097;
+	for (int i = 0; i <= N; i++) {
+		/* The last one has two chunks. */
+		len[i] = i == N ? CHUNK + 1 : CHUNK - (size_t)i;
+		s[i] = malloc(len[i]);
+		r[i] = malloc(len[i]);
+		ck_assert(s[i] && r[i]);
+		fill(s[i], len[i], 20u + (unsigned)i);
+		isend(s[i], len[i], 20 + i, &sr[i]);
+	}
+	/* The receiver takes their chunks once they wait unclaimed a while. */
+	for (int i = 0; i < 2000 || !psc_p2p_done(sr[PSC_EP_AHEAD_MAX - 1]);
+	     i++) {
+		ck_assert_msg(psc_now() < end, "no chunk sent ahead was taken "
+			      "in 10 s");
+		psc_ep_progress(fx_one.ep);
+	}
+	for (int i = 0; i <= N; i++) {
+		int c = chunk_sends(sr[i]);
+
+		ck_assert_msg(c == (i < (int)PSC_EP_AHEAD_MAX),
+			      "message %d of %zu bytes sent %d chunks before "
+			      "its receive", i, len[i], c);
+		ck_assert_msg(psc_p2p_done(sr[i]) == (c == 1),
+			      "message %d: %d chunks sent ahead, and the send "
+			      "is %sdone before its receive", i, c,
+			      psc_p2p_done(sr[i]) ? "" : "not ");
+		ahead += c;
+	}
+	ck_assert_int_eq(ahead, (int)PSC_EP_AHEAD_MAX);
+	psc_ep_lock(fx_one.ep);
+	ck_assert_uint_eq(fx_one.ep->ahead, 0);
+	psc_ep_unlock(fx_one.ep);
+	for (int i = N; i >= 0; i--)
+		irecv(r[i], len[i], 20 + i, &rr[i]);
+	for (int i = N; i >= 0; i--) {
+		drive(rr[i], sr[i], false);
+		ck_assert_int_eq(psc_p2p_reap(&sr[i], NULL, NULL), 0);
+		ck_assert_int_eq(psc_p2p_reap(&rr[i], &st, NULL), 0);
+		ck_assert_uint_eq(st.len, len[i]);
+		ck_assert_msg(memcmp(s[i], r[i], len[i]) == 0,
+			      "message %d: the bytes differ", i);
+		free(s[i]);
+		free(r[i]);
+	}
+	psc_ep_lock(fx_one.ep);
+	ck_assert_uint_eq(fx_one.ep->ahead, 0);
+	psc_ep_unlock(fx_one.ep);
+}
+END_TEST
+
+/*
  * 4 MiB into 1 MiB and 5 bytes: the buffer fills, the rest of the
  * chunks are truncated as expected, and the next message arrives.
  */
@@ -351,6 +427,7 @@ int main(void)
 	tcase_add_test(tc, test_truncated_large);
 	tcase_add_test(tc, test_64mib_by_window);
 	tcase_add_test(tc, test_window_waits);
+	tcase_add_test(tc, test_ahead_bounded);
 	suite_add_tcase(s, tc);
 	return fx_run(s);
 }
