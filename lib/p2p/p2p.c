@@ -797,14 +797,13 @@ bool psc_p2p_is_ahead(const struct psc_ep *ep, uint64_t tag,
 }
 
 struct ps_comm_request *psc_p2p_ahead_recv(struct psc_ep *ep, uint64_t tag,
-					   const uint8_t *hdr, size_t len)
+					   const uint8_t *hdr)
 {
 	uint64_t total = psc_be_get(hdr + 8, 8);
 	struct psc_tag_layout tl;
 	struct ps_comm_request *k;
 
-	if (!psc_p2p_is_ahead(ep, tag, hdr, len) ||
-	    psc_tag_layout_init(&tl, psc_ep_tag_format(ep)) != 0)
+	if (psc_tag_layout_init(&tl, psc_ep_tag_format(ep)) != 0)
 		return NULL;
 	k = psc_req_alloc(ep, NULL, PSC_REQ_RECV);
 	if (k && !(k->buf = malloc((size_t)total))) {
@@ -822,11 +821,10 @@ struct ps_comm_request *psc_p2p_ahead_recv(struct psc_ep *ep, uint64_t tag,
 	k->len = (size_t)total;
 	k->ops = &ahead_recv_ops;
 	k->addr = FI_ADDR_UNSPEC;
-	/* The chunk's tag: the header's context and sender, the stream. */
-	k->tag = psc_tag_make(&tl, PSC_PROTO_CONT, false, 0, 0,
-			      (uint32_t)psc_be_get(hdr + 16, 4)) |
-		 (tag & (tl.ctx_mask | tl.rank_mask));
-	k->ignore = tl.large_bit;
+	/* The chunk's tag, as recv_large makes it: context, sender, stream. */
+	psc_tag_match(&tl, PSC_PROTO_CONT, psc_tag_ctx(&tl, tag),
+		      (int)psc_tag_rank(&tl, tag),
+		      (uint32_t)psc_be_get(hdr + 16, 4), &k->tag, &k->ignore);
 	if (psc_ep_post(ep, k) != 0) {
 		psc_req_free(k);
 		return NULL;

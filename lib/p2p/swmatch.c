@@ -275,7 +275,7 @@ static void swm_poll(void *arg, struct psc_ep *ep)
 		    now - u->ahead_at < AHEAD_CLAIM_SEC)
 			continue;
 		ahead_settle(m, u);
-		u->ahead = psc_p2p_ahead_recv(u->ep, u->tag, u->data, u->len);
+		u->ahead = psc_p2p_ahead_recv(u->ep, u->tag, u->data);
 	}
 }
 

@@ -67,14 +67,15 @@ bool psc_swm_cancel(struct psc_swm *m, struct ps_comm_request *r);
  * sender until that chunk is matched, and the sender or a third rank may
  * wait on one of those before this program posts the receive. So when
  * no receive claimed the header soon (AHEAD_CLAIM_* in swmatch.c),
- * psc_p2p_ahead_recv posts a receive for the chunk into a buffer of its
- * own and returns it (NULL: not such a header, or out of memory). The
+ * psc_p2p_ahead_recv posts a receive for the chunk of a header
+ * psc_p2p_is_ahead accepted into a buffer of its own and returns it
+ * (NULL: out of memory, or the post failed). The
  * receive that matches the header later takes it over (ahead_chunk); one
  * never claimed goes with the endpoint. Lock held.
  */
 bool psc_p2p_is_ahead(const struct psc_ep *ep, uint64_t tag,
 		      const uint8_t *hdr, size_t len);
 struct ps_comm_request *psc_p2p_ahead_recv(struct psc_ep *ep, uint64_t tag,
-					   const uint8_t *hdr, size_t len);
+					   const uint8_t *hdr);
 
 #endif /* PSC_P2P_SWMATCH_H */

@@ -94,6 +94,11 @@ static inline uint32_t psc_tag_rank(const struct psc_tag_layout *l, uint64_t t)
 	return (uint32_t)((t & l->rank_mask) >> l->rank_shift);
 }
 
+static inline uint32_t psc_tag_ctx(const struct psc_tag_layout *l, uint64_t t)
+{
+	return (uint32_t)((t & l->ctx_mask) >> l->ctx_shift);
+}
+
 static inline uint32_t psc_tag_user(const struct psc_tag_layout *l, uint64_t t)
 {
 	return (uint32_t)(t & l->user_mask);
