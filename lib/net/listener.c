@@ -311,12 +311,18 @@ static void conn_read(struct psc_lsn_conn *c)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			return;
 		if (n <= 0) {
-			/* A client that found our CHAL wrong just leaves. */
+			/*
+			 * A client that found our CHAL wrong just leaves, and
+			 * so does one of ours whose deadline passed before
+			 * the CHAL came (a van's probe waits half a second).
+			 */
 			if (c->st == S_CHAL)
 				stranger_log(c->l, "%s left during the "
-					     "handshake: a foreign job, or a "
-					     "client with another "
-					     "PS_COMM_JOB_KEY", c->peer);
+					     "handshake, before proving the "
+					     "job key: it gave up waiting for "
+					     "this side's answer, or it has "
+					     "another PS_COMM_JOB_KEY (a "
+					     "foreign job)", c->peer);
 			conn_lost(c, -ECONNRESET);
 			return;
 		}
