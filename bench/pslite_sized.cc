@@ -64,8 +64,10 @@ struct Store {
       if (req.pull) {
         res.keys.push_back(data.keys[k]);
         res.lens.push_back(static_cast<int>(v.size()));
-        for (float x : v)
-          res.vals.push_back(x);
+        /* One copy per key, as a server would make it. Growing the reply
+         * one push_back at a time took about 200 us of the server's
+         * thread per 1 MiB pull, whatever the van. */
+        res.vals.append(ps::SArray<float>(v.data(), v.size(), false));
       }
     }
     server->Response(req, res);
