@@ -82,6 +82,28 @@ int psc_isend_path(struct psc_chan *ch, const struct psc_path *path,
 		   uint32_t src, uint32_t tag, ps_comm_request_t *req,
 		   char *err, size_t elen);
 
+/*
+ * Pre-arranged transfers: a receiver posts the chunk receives of exactly
+ * len bytes from src (tag rank field) under an id it picks, before the
+ * sender knows of it, and tells the sender by its own means; the sender
+ * then sends the chunks at once (PSC_PROTO_BULK), without a header or a
+ * go-ahead, and they never arrive unexpected. Every chunk receive is
+ * posted at once, so a transfer is at most psc_bulk_max bytes, in chunks
+ * of the size the receiver picked (psc_bulk_max's). Both complete like a
+ * large message (status.len is len). -EINVAL for a length or chunk size
+ * that the path cannot take that way, else as psc_isend_path.
+ */
+size_t psc_bulk_max(const struct psc_path *path, size_t *chunk);
+/* Whether a transfer of len bytes in chunks of chunk fits path. */
+bool psc_bulk_fits(const struct psc_path *path, size_t len, size_t chunk);
+int psc_irecv_bulk(struct psc_chan *ch, uint32_t src, uint32_t id, void *buf,
+		   size_t len, size_t chunk, ps_comm_request_t *req,
+		   char *err, size_t elen);
+int psc_isend_bulk(struct psc_chan *ch, const struct psc_path *path,
+		   const void *buf, size_t len, fi_addr_t addr, uint32_t src,
+		   uint32_t id, size_t chunk, ps_comm_request_t *req,
+		   char *err, size_t elen);
+
 static inline int psc_isend_to(struct psc_chan *ch, unsigned proto,
 			       const void *buf, size_t len, fi_addr_t addr,
 			       uint32_t src, uint32_t tag,

@@ -353,6 +353,58 @@ int psc_node_chan_recv(struct psc_node_chan *n, int slot, int64_t tag,
 			 elen);
 }
 
+size_t psc_node_chan_bulk_max(const struct psc_node_chan *n, size_t *chunk)
+{
+	return psc_bulk_max(&n->ch.path[0], chunk);
+}
+
+bool psc_node_chan_bulk_fits(const struct psc_node_chan *n,
+			     const struct psc_node_addr *at, size_t len,
+			     size_t chunk)
+{
+	return at->path == 0 && psc_bulk_fits(&n->ch.path[0], len, chunk);
+}
+
+/* Whether slot is bound to a node that the network path reaches. */
+static bool slot_on_network(struct psc_node_chan *n, uint32_t slot)
+{
+	fi_addr_t addr;
+	int rc;
+
+	psc_ep_lock(n->ch.ep);
+	rc = reply_addr(&n->ch, slot, n->ch.path[0].ep, &addr);
+	psc_ep_unlock(n->ch.ep);
+	return rc == 0;
+}
+
+int psc_node_chan_bulk_recv(struct psc_node_chan *n, uint32_t slot,
+			    uint32_t id, void *buf, size_t len, size_t chunk,
+			    ps_comm_request_t *req, char *err, size_t elen)
+{
+	if (!slot_on_network(n, slot)) {
+		snprintf(err, elen, "slot %u is not bound to a node on the "
+			 "network path", slot);
+		return -EINVAL;
+	}
+	return psc_irecv_bulk(&n->ch, slot, id, buf, len, chunk, req, err,
+			      elen);
+}
+
+int psc_node_chan_bulk_send(struct psc_node_chan *n,
+			    const struct psc_node_addr *at, uint32_t slot,
+			    uint32_t id, const void *buf, size_t len,
+			    size_t chunk, ps_comm_request_t *req, char *err,
+			    size_t elen)
+{
+	if (at->path != 0) {
+		snprintf(err, elen, "pre-arranged sends go on the network "
+			 "path only");
+		return -EINVAL;
+	}
+	return psc_isend_bulk(&n->ch, &n->ch.path[0], buf, len, at->addr,
+			      slot, id, chunk, req, err, elen);
+}
+
 void psc_node_chan_progress(struct psc_node_chan *n)
 {
 	psc_ep_try_progress(n->ch.ep);

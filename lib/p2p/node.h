@@ -142,6 +142,32 @@ int psc_node_chan_recv(struct psc_node_chan *n, int slot, int64_t tag,
 		       void *buf, size_t len, ps_comm_request_t *req,
 		       char *err, size_t elen);
 
+/*
+ * Pre-arranged transfers on the network path (p2p/chan.h,
+ * psc_irecv_bulk): the receiver posts the chunk receives of exactly len
+ * bytes from slot under an id it picks, and tells the sender (the van
+ * does so in its frames); the sender's chunks then go at once, with no
+ * go-ahead's round trip. psc_node_chan_bulk_max gives the largest such
+ * transfer and the chunk size the receiver uses (0: the network path
+ * needs none, its large messages go at once). A receive needs slot bound
+ * to a node on the network path (psc_node_chan_reply_bind), a send an
+ * address there. -EINVAL when the transfer cannot go that way, else as
+ * psc_node_chan_send.
+ */
+size_t psc_node_chan_bulk_max(const struct psc_node_chan *n, size_t *chunk);
+/* Whether a sender to at can make a transfer of len bytes in chunks. */
+bool psc_node_chan_bulk_fits(const struct psc_node_chan *n,
+			     const struct psc_node_addr *at, size_t len,
+			     size_t chunk);
+int psc_node_chan_bulk_recv(struct psc_node_chan *n, uint32_t slot,
+			    uint32_t id, void *buf, size_t len, size_t chunk,
+			    ps_comm_request_t *req, char *err, size_t elen);
+int psc_node_chan_bulk_send(struct psc_node_chan *n,
+			    const struct psc_node_addr *at, uint32_t slot,
+			    uint32_t id, const void *buf, size_t len,
+			    size_t chunk, ps_comm_request_t *req, char *err,
+			    size_t elen);
+
 /* Progress every path, unless another thread holds the lock. */
 void psc_node_chan_progress(struct psc_node_chan *n);
 

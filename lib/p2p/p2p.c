@@ -63,6 +63,12 @@ _Static_assert(PSC_TAG_CTX_BITS == PSC_EP_CTX_BITS,
 #define LARGE_WINDOW 16
 /* Header flag: the sender posts its chunks on the receiver's go-ahead. */
 #define LARGE_WAITS 1u
+/*
+ * Flag of a pre-arranged transfer (psc_isend_bulk, psc_irecv_bulk), kept
+ * in its request only: no header goes, and its chunks' protocol is
+ * PSC_PROTO_BULK.
+ */
+#define LARGE_BULK 2u
 /* Where a waiting parent send keeps the go-ahead (after its header). */
 #define CTS_OFF LARGE_HDR_LEN
 /* The go-ahead: the offset the sender's chunks may go up to. */
@@ -75,6 +81,7 @@ static const struct psc_req_ops cts_recv_ops;
 static const struct psc_req_ops cts_send_ops;
 static const struct psc_req_ops chunk_send_ops;
 static const struct psc_req_ops chunk_recv_ops;
+static int post_chunk_recvs(struct ps_comm_request *r);
 
 /* A new child operation of parent, not yet posted. Lock held. */
 static struct ps_comm_request *new_child(struct ps_comm_request *parent,
@@ -177,6 +184,39 @@ static uint32_t large_seq(const struct ps_comm_request *p)
 	return (uint32_t)psc_be_get(p->scratch + 16, 4);
 }
 
+/* The protocol of its chunks. */
+static unsigned large_proto(const struct ps_comm_request *p)
+{
+	return (psc_be_get(p->scratch + 4, 4) & LARGE_BULK) ? PSC_PROTO_BULK
+							 : PSC_PROTO_CONT;
+}
+
+/* Write the header of large message p into p->scratch. */
+static void large_hdr_put(struct ps_comm_request *p, uint32_t flags,
+			  uint64_t len, uint32_t seq, size_t chunk)
+{
+	psc_be_put(p->scratch, LARGE_MAGIC, 4);
+	psc_be_put(p->scratch + 4, flags, 4);
+	psc_be_put(p->scratch + 8, len, 8);
+	psc_be_put(p->scratch + 16, seq, 4);
+	psc_be_put(p->scratch + 20, chunk, 4);
+}
+
+/*
+ * End posting the pieces of large message p, which held a reference of
+ * its own (children_left) while they were posted: a piece that could
+ * not even be created fails the message, and a message whose pieces all
+ * ended already completes. Lock held.
+ */
+static void large_posted(struct ps_comm_request *p, int rc)
+{
+	if (rc && !p->status.error)
+		p->status.error = rc;
+	p->children_left--;
+	if (p->children_left == 0)
+		psc_req_complete(p, p->status.error);
+}
+
 /*
  * Whether chunk child k of a large message goes on to the next chunk: 1
  * yes; 0 no (every chunk is posted, or the message failed already: k
@@ -255,7 +295,7 @@ static int post_chunks(struct ps_comm_request *p)
 {
 	const struct psc_chan *ch = p->owner;
 	uint32_t seq = large_seq(p);
-	uint64_t ctag = psc_tag_make(&ch->tl, PSC_PROTO_CONT, false, ch->ctx,
+	uint64_t ctag = psc_tag_make(&ch->tl, large_proto(p), false, ch->ctx,
 				     (uint32_t)p->status.source, seq);
 	uint64_t end = PSC_MIN(p->chunk_limit, large_total(p));
 	int rc = 0, n = 0;
@@ -362,11 +402,8 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	p->len = len;
 	/* Waiting, nothing goes before the go-ahead. */
 	p->chunk_limit = waits ? 0 : len;
-	psc_be_put(p->scratch, LARGE_MAGIC, 4);
-	psc_be_put(p->scratch + 4, waits ? LARGE_WAITS : 0, 4);
-	psc_be_put(p->scratch + 8, len, 8);
-	psc_be_put(p->scratch + 16, seq, 4);
-	psc_be_put(p->scratch + 20, send_chunk(psc_ep_caps(p->ep)), 4);
+	large_hdr_put(p, waits ? LARGE_WAITS : 0, len, seq,
+		      send_chunk(psc_ep_caps(p->ep)));
 	/* One registration for all chunks; without it each finds its own. */
 	psc_ep_hold_range(p->ep, p, buf, len);
 	/* Hold a reference so the parent cannot complete while posting. */
@@ -386,12 +423,7 @@ static int isend_large(struct psc_chan *ch, struct ps_comm_request *p,
 	/* No header went out: no go-ahead will come. */
 	if (rc && k && !psc_req_done(k))
 		psc_ep_cancel(k->ep, k);
-	/* A piece that could not even be created fails the message. */
-	if (rc && !p->status.error)
-		p->status.error = rc;
-	p->children_left--;
-	if (p->children_left == 0)
-		psc_req_complete(p, p->status.error);
+	large_posted(p, rc);
 	return 0;
 }
 
@@ -616,6 +648,95 @@ int psc_irecv(struct psc_chan *ch, unsigned proto, void *buf, size_t len,
 	psc_tag_match(&ch->tl, proto, ch->ctx, peer, tag, &r->tag, &r->ignore);
 	rc = post_first_recv(ep, path->caps, path->swm, r);
 	return post_end(ch, r, rc, req, err, elen);
+}
+
+size_t psc_bulk_max(const struct psc_path *path, size_t *chunk)
+{
+	const struct psc_caps *c = path->caps;
+
+	*chunk = send_chunk(c);
+	/*
+	 * Only where a large message otherwise waits for its go-ahead, and
+	 * unexpected arrivals do not share the receive pool (shm).
+	 */
+	if (!c->chunks_wait || c->chunks_credit)
+		return 0;
+	return LARGE_WINDOW * *chunk;
+}
+
+bool psc_bulk_fits(const struct psc_path *path, size_t len, size_t chunk)
+{
+	size_t own;
+	size_t max = psc_bulk_max(path, &own);
+
+	return len > 0 && chunk > 0 && chunk <= own &&
+	       len <= (size_t)LARGE_WINDOW * chunk && len <= max;
+}
+
+int psc_irecv_bulk(struct psc_chan *ch, uint32_t src, uint32_t id, void *buf,
+		   size_t len, size_t chunk, ps_comm_request_t *req,
+		   char *err, size_t elen)
+{
+	struct ps_comm_request *r;
+	int rc;
+
+	if (!psc_bulk_fits(&ch->path[0], len, chunk)) {
+		snprintf(err, elen, "a pre-arranged receive of %zu bytes in "
+			 "chunks of %zu does not fit this path", len, chunk);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(ch->lock);
+	rc = chan_req(ch, ch->ep, PSC_REQ_PARENT, &r, err, elen);
+	if (rc) {
+		pthread_mutex_unlock(ch->lock);
+		return rc;
+	}
+	r->addr = FI_ADDR_UNSPEC;
+	r->user_buf = buf;
+	r->user_len = len;
+	r->status.source = (int)src;
+	r->status.tag = (int)id;
+	large_hdr_put(r, LARGE_BULK, len, id, chunk);
+	r->kind = PSC_REQ_PARENT;
+	r->chunk_next = 0;
+	r->status.len = len;
+	psc_ep_hold_range(r->ep, r, buf, len);
+	r->children_left++;
+	large_posted(r, post_chunk_recvs(r));
+	return post_end(ch, r, 0, req, err, elen);
+}
+
+int psc_isend_bulk(struct psc_chan *ch, const struct psc_path *path,
+		   const void *buf, size_t len, fi_addr_t addr, uint32_t src,
+		   uint32_t id, size_t chunk, ps_comm_request_t *req,
+		   char *err, size_t elen)
+{
+	struct ps_comm_request *p;
+	int rc;
+
+	if (!psc_bulk_fits(path, len, chunk)) {
+		snprintf(err, elen, "a pre-arranged send of %zu bytes in "
+			 "chunks of %zu does not fit this path", len, chunk);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(ch->lock);
+	rc = chan_req(ch, path->ep, PSC_REQ_PARENT, &p, err, elen);
+	if (rc) {
+		pthread_mutex_unlock(ch->lock);
+		return rc;
+	}
+	p->addr = addr;
+	p->status.source = (int)src;
+	p->status.tag = (int)id;
+	p->status.len = len;
+	p->buf = (void *)buf;
+	p->len = len;
+	p->chunk_limit = len;
+	large_hdr_put(p, LARGE_BULK, len, id, chunk);
+	psc_ep_hold_range(p->ep, p, buf, len);
+	p->children_left++;
+	large_posted(p, post_chunks(p));
+	return post_end(ch, p, 0, req, err, elen);
 }
 
 /* Fill one path from its endpoint. */
@@ -863,6 +984,36 @@ static int adopt_ahead(struct ps_comm_request *r, struct ps_comm_request *k,
 }
 
 /*
+ * Post the chunk receives of large receive r (its header in r->scratch,
+ * r->chunk_next where they start), up to LARGE_WINDOW of them; each
+ * moves on as it completes. Returns 0 or an error. Lock held.
+ */
+static int post_chunk_recvs(struct ps_comm_request *r)
+{
+	const struct psc_chan *ch = r->owner;
+	uint64_t total = large_total(r), ctag, ignore;
+	int rc = 0;
+
+	psc_tag_match(&ch->tl, large_proto(r), ch->ctx, r->status.source,
+		      large_seq(r), &ctag, &ignore);
+	for (int i = 0; rc == 0 && i < LARGE_WINDOW && r->chunk_next < total;
+	     i++) {
+		struct ps_comm_request *k = new_child(r, PSC_REQ_RECV, NULL, 0,
+						      ctag, ignore);
+
+		if (!k)
+			return -ENOMEM;
+		k->ops = &chunk_recv_ops;
+		rc = arm_recv_chunk(r, k);
+		if (rc)
+			psc_req_complete(k, rc);
+		else
+			rc = post_kid(k, false);
+	}
+	return rc;
+}
+
+/*
  * Turn r into the parent of the receives of a large message's chunks,
  * up to LARGE_WINDOW at a time.
  */
@@ -870,11 +1021,10 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 {
 	struct ps_comm_request *pre = r->ahead_chunk;
 	struct psc_chan *ch = r->owner;
-	const struct psc_tag_layout *tl = &ch->tl;
 	/* The endpoint the header came on, where its chunks follow. */
 	const struct psc_caps *caps = psc_ep_caps(r->ep);
-	uint64_t total, ctag, ignore;
-	uint32_t seq, flags;
+	uint64_t total;
+	uint32_t flags;
 	size_t max;
 	int rc = 0;
 
@@ -882,7 +1032,6 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 		return -EPROTO;
 	flags = (uint32_t)psc_be_get(hdr + 4, 4);
 	total = psc_be_get(hdr + 8, 8);
-	seq = (uint32_t)psc_be_get(hdr + 16, 4);
 	max = (size_t)psc_be_get(hdr + 20, 4);
 	/*
 	 * The sender's chunk size: within what this endpoint receives in
@@ -902,8 +1051,6 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	/* The chunks overwrite a header received into the caller's buffer. */
 	if (hdr != r->scratch)
 		memcpy(r->scratch, hdr, LARGE_HDR_LEN);
-	psc_tag_match(tl, PSC_PROTO_CONT, ch->ctx, r->status.source, seq,
-		      &ctag, &ignore);
 	r->kind = PSC_REQ_PARENT;
 	r->chunk_next = 0;
 	r->status.len = PSC_MIN(total, r->user_len);
@@ -913,22 +1060,8 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	r->children_left++;
 	if (pre)
 		rc = adopt_ahead(r, pre, total);
-	for (int i = 0; rc == 0 && i < LARGE_WINDOW && r->chunk_next < total;
-	     i++) {
-		struct ps_comm_request *k = new_child(r, PSC_REQ_RECV, NULL, 0,
-						      ctag, ignore);
-
-		if (!k) {
-			rc = -ENOMEM;
-			break;
-		}
-		k->ops = &chunk_recv_ops;
-		rc = arm_recv_chunk(r, k);
-		if (rc)
-			psc_req_complete(k, rc);
-		else
-			rc = post_kid(k, false);
-	}
+	if (rc == 0)
+		rc = post_chunk_recvs(r);
 	if (rc == 0 && (flags & LARGE_WAITS))
 		rc = send_cts(r);
 	r->children_left--;

@@ -2,7 +2,8 @@
  * The 64-bit tag layout: [protocol | large | context | source rank | user
  * tag], sized from the provider's mem_tag_format. The source rank stays
  * in the tag, so matching never depends on FI_DIRECTED_RECV, and each
- * protocol (user, continuation, collective, van, control, go-ahead) has
+ * protocol (user, continuation, collective, van, control, go-ahead,
+ * pre-arranged chunks) has
  * its own bits, so internal traffic never matches a user receive. Pure
  * functions.
  */
@@ -23,12 +24,13 @@ enum psc_proto {
 	PSC_PROTO_VAN = 3,  /* ps-lite van */
 	PSC_PROTO_CTRL = 4, /* control: finalize barrier, connecting */
 	PSC_PROTO_CTS = 5,  /* go-ahead for a large message's chunks */
+	PSC_PROTO_BULK = 6, /* chunks of a pre-arranged transfer */
 	/*
-	 * 6 and 7 are no protocol: a tag whose every bit is set is the
-	 * core's own (PSC_FIRST_CORE_IMM, a shm ring's announcement), and no
-	 * tag made here reaches it.
+	 * 7 is no protocol: a tag whose every bit is set is the core's own
+	 * (PSC_FIRST_CORE_IMM, a shm ring's announcement), and no tag made
+	 * here reaches it.
 	 */
-	PSC_PROTO_LAST = PSC_PROTO_CTS,
+	PSC_PROTO_LAST = PSC_PROTO_BULK,
 };
 
 /*

@@ -56,7 +56,7 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 		   4);
 	psc_be_put(buf + 12, meta_len, 4);
 	psc_be_put(buf + 16, nseg, 4);
-	psc_be_put(buf + 20, 0, 4);
+	memset(buf + 20, 0, PSC_VAN_HDR - 20);
 	data = p + 8 * nseg;
 	if (inline_meta && meta_len)
 		memcpy(data, meta, meta_len);
@@ -76,6 +76,50 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 void psc_van_frame_set_bye(uint8_t *buf)
 {
 	buf[5] |= PSC_VAN_F_BYE;
+}
+
+void psc_van_frame_set_grant(uint8_t *buf, uint32_t id, uint32_t slot,
+			     uint32_t chunk, uint64_t len)
+{
+	psc_be_put(buf + 20, id, 4);
+	psc_be_put(buf + 24, slot, 4);
+	psc_be_put(buf + 28, chunk, 4);
+	psc_be_put(buf + 32, len, 8);
+}
+
+void psc_van_frame_set_credit(uint8_t *buf, uint32_t i)
+{
+	uint8_t *w = buf + PSC_VAN_HDR + 8 * (size_t)i;
+
+	psc_be_put(w, psc_be_get(w, 8) | PSC_VAN_SEG_CREDIT, 8);
+}
+
+void psc_van_frame_set_return(uint8_t *buf)
+{
+	buf[5] |= PSC_VAN_F_RETURN;
+}
+
+/* Decode the grant of header buf into f: 0, or -EPROTO with err. */
+static int decode_grant(const uint8_t *buf, struct psc_van_frame *f,
+			char *err, size_t errlen)
+{
+	f->grant_id = (uint32_t)psc_be_get(buf + 20, 4);
+	f->grant_slot = (uint32_t)psc_be_get(buf + 24, 4);
+	f->grant_chunk = (uint32_t)psc_be_get(buf + 28, 4);
+	f->grant_len = psc_be_get(buf + 32, 8);
+	if (f->grant_id == 0 && !f->grant_slot && !f->grant_chunk &&
+	    !f->grant_len)
+		return 0;
+	if (f->grant_id == 0 || f->grant_slot == 0 ||
+	    f->grant_slot > PSC_VAN_SLOT_MAX || f->grant_chunk == 0 ||
+	    f->grant_len == 0 || f->grant_len > (uint64_t)PTRDIFF_MAX) {
+		snprintf(err, errlen, "a credit with a zero or out-of-range "
+			 "field (id %u, slot %u, chunk %u, %llu bytes)",
+			 f->grant_id, f->grant_slot, f->grant_chunk,
+			 (unsigned long long)f->grant_len);
+		return -EPROTO;
+	}
+	return 0;
 }
 
 int psc_van_frame_decode(const uint8_t *buf, size_t len,
@@ -99,12 +143,15 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 	sender = (uint32_t)psc_be_get(buf + 8, 4);
 	f->meta_len = (uint32_t)psc_be_get(buf + 12, 4);
 	f->nseg = (uint32_t)psc_be_get(buf + 16, 4);
-	if ((f->flags & ~(PSC_VAN_F_META_INLINE | PSC_VAN_F_BYE)) ||
-	    psc_be_get(buf + 6, 2) || psc_be_get(buf + 20, 4)) {
+	if ((f->flags & ~(PSC_VAN_F_META_INLINE | PSC_VAN_F_BYE |
+			  PSC_VAN_F_RETURN)) ||
+	    psc_be_get(buf + 6, 2)) {
 		snprintf(err, errlen, "unknown flags or nonzero reserved "
 			 "fields");
 		return -EPROTO;
 	}
+	if (decode_grant(buf, f, err, errlen) != 0)
+		return -EPROTO;
 	if ((f->flags & PSC_VAN_F_BYE) && (f->meta_len || f->nseg)) {
 		snprintf(err, errlen, "a goodbye frame that carries a message");
 		return -EPROTO;
@@ -128,10 +175,11 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 	}
 	if (f->flags & PSC_VAN_F_META_INLINE)
 		want += f->meta_len;
-	for (uint32_t i = 0; i < f->nseg; i++) {
+	for (uint32_t i = 0, credits = 0; i < f->nseg; i++) {
 		uint64_t w = psc_be_get(buf + PSC_VAN_HDR + 8 * (size_t)i, 8);
-		uint64_t n = w & ~PSC_VAN_SEG_IN_FRAME;
+		uint64_t n = w & ~(PSC_VAN_SEG_IN_FRAME | PSC_VAN_SEG_CREDIT);
 		bool in = w & PSC_VAN_SEG_IN_FRAME;
+		bool credit = w & PSC_VAN_SEG_CREDIT;
 
 		/* Inline data follows an inline meta, in small pieces. */
 		if (n > (uint64_t)PTRDIFF_MAX ||
@@ -139,6 +187,11 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 			    n > PSC_VAN_SEG_INLINE_MAX))) {
 			snprintf(err, errlen, "segment %u is too long or cannot "
 				 "be in the frame", i);
+			return -EPROTO;
+		}
+		if (credit && (in || n == 0 || ++credits > 1)) {
+			snprintf(err, errlen, "segment %u cannot go on a "
+				 "credit", i);
 			return -EPROTO;
 		}
 		if (in)
@@ -159,10 +212,16 @@ int psc_van_frame_decode(const uint8_t *buf, size_t len,
 
 uint64_t psc_van_frame_seg_len(const struct psc_van_frame *f, uint32_t i)
 {
-	return psc_be_get(f->lens + 8 * (size_t)i, 8) & ~PSC_VAN_SEG_IN_FRAME;
+	return psc_be_get(f->lens + 8 * (size_t)i, 8) &
+	       ~(PSC_VAN_SEG_IN_FRAME | PSC_VAN_SEG_CREDIT);
 }
 
 bool psc_van_frame_seg_inline(const struct psc_van_frame *f, uint32_t i)
 {
 	return psc_be_get(f->lens + 8 * (size_t)i, 8) & PSC_VAN_SEG_IN_FRAME;
+}
+
+bool psc_van_frame_seg_credit(const struct psc_van_frame *f, uint32_t i)
+{
+	return psc_be_get(f->lens + 8 * (size_t)i, 8) & PSC_VAN_SEG_CREDIT;
 }

@@ -75,9 +75,11 @@ void psc_van_peer_fail(struct ps_comm_van *v, struct van_peer *p, int err,
 		__atomic_add_fetch(&v->fail_gen, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&v->lock);
-	if (first)
+	if (first) {
 		psc_log(PSC_LOG_ERROR, -1, "van: node %d at %s:%d failed: %s",
 			p->id, p->host, p->port, why);
+		psc_van_credit_drop(v, p);
+	}
 }
 
 bool psc_van_peer_left(const struct van_peer *p)
@@ -150,6 +152,7 @@ int ps_comm_van_connect(ps_comm_van_t v, int node_id, const char *host,
 	}
 	if (!rc) {
 		p->slot = a.slot;
+		p->tx.id = 0;
 		snprintf(p->host, sizeof(p->host), "%s", host);
 		p->port = port;
 		p->self = psc_node_chan_is_self(v->chan, &names);

@@ -116,11 +116,13 @@ static int msg_start(ps_comm_van_msg_t *msg, int sender, size_t meta_len,
 
 /*
  * Add msg's next segment: a buffer of len bytes in *buf (NULL when len is
- * 0). Returns 0 or PS_COMM_ERR_NOMEM.
+ * 0), or with have, *buf itself. Returns 0 or PS_COMM_ERR_NOMEM.
  */
-static int msg_add_seg(ps_comm_van_msg_t *msg, size_t len, void **buf)
+static int msg_add_seg(ps_comm_van_msg_t *msg, size_t len, void **buf,
+		       bool have)
 {
-	*buf = len ? psc_van_buf_alloc(len) : NULL;
+	if (!have)
+		*buf = len ? psc_van_buf_alloc(len) : NULL;
 	if (len && !*buf)
 		return PS_COMM_ERR_NOMEM;
 	msg->segs[msg->nseg].data = *buf;
@@ -147,9 +149,19 @@ static int post_pieces_recv(struct ps_comm_van *v, uint32_t slot,
 			       (int)slot, PSC_VAN_TAG_PIECE, &in->reqs[in->n++]);
 	for (uint32_t i = 0; !rc && i < f->nseg; i++) {
 		size_t len = (size_t)psc_van_frame_seg_len(f, i);
-		void *buf;
+		void *buf = NULL;
 
-		rc = msg_add_seg(msg, len, &buf);
+		if (psc_van_frame_seg_credit(f, i)) {
+			/* Its chunks come, or came, into the credit's buffer. */
+			rc = psc_van_credit_take(v, slot, f, i,
+						 &in->reqs[in->n], &buf);
+			if (rc)
+				return rc;
+			in->n++;
+			rc = msg_add_seg(msg, len, &buf, true);
+			continue;
+		}
+		rc = msg_add_seg(msg, len, &buf, false);
 		if (rc)
 			return rc;
 		/* An inline segment is never empty (the decoder checks). */
@@ -191,7 +203,7 @@ int psc_van_deliver_local(struct ps_comm_van *v, const void *meta,
 	for (size_t i = 0; !rc && i < nseg; i++) {
 		void *buf;
 
-		rc = msg_add_seg(&in->msg, segs[i].len, &buf);
+		rc = msg_add_seg(&in->msg, segs[i].len, &buf, false);
 		if (!rc && buf)
 			psc_copy(buf, segs[i].data, segs[i].len);
 	}
@@ -281,8 +293,11 @@ static void start_message(struct ps_comm_van *v, uint32_t slot,
 		return;
 	}
 	in->deadline = psc_deadline(v->params.op_timeout);
+	psc_van_credit_frame(v, slot, &f);
 	in->err = post_pieces_recv(v, slot, &f, in);
 	queue_inflight(v, in);
+	if (!in->err)
+		psc_van_credit_grant(v, slot, &f);
 }
 
 /* Take the arrived frame and post the next frame receive. */

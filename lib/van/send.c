@@ -96,13 +96,17 @@ static int post_pieces(struct ps_comm_van *v, struct van_peer *p,
 			"and was not connected again", p->id);
 		return PS_COMM_ERR_PEER;
 	}
+	psc_van_credit_mark(v, p, b, segs, nseg);
 	rc = psc_van_send(v, b->frame, flen, p,
 			  PSC_VAN_TAG_FRAME, &b->reqs[k++]);
 	if (!rc && !inline_meta)
 		rc = psc_van_send(v, meta, meta_len, p,
 				  PSC_VAN_TAG_PIECE, &b->reqs[k++]);
 	for (size_t i = 0; !rc && i < nseg; i++)
-		if (!b->in_frame[i])
+		if (b->credit_seg == (int)i)
+			rc = psc_van_credit_send(v, p, b, segs[i].data,
+						 segs[i].len, &b->reqs[k++]);
+		else if (!b->in_frame[i])
 			rc = psc_van_send(v, segs[i].data,
 					  segs[i].len, p, PSC_VAN_TAG_PIECE,
 					  &b->reqs[k++]);
@@ -140,6 +144,7 @@ struct van_batch *psc_van_batch_new(struct ps_comm_van *v, const void *meta,
 			b->in_frame[i] = psc_van_frame_seg_inline(&f,
 								  (uint32_t)i);
 	b->n = nseg + 2;
+	b->credit_seg = -1;
 	return b;
 }
 

@@ -35,6 +35,26 @@
 #define PROBE_IO_SEC 0.5
 #define PROBE_MAX 8
 
+/*
+ * Credit granted to a node: the chunk receives of its next segment of
+ * len bytes to this van, posted from its slot into buf (credit.c).
+ * id 0: none. Under the node's send_lock.
+ */
+struct van_credit_rx {
+	uint32_t id, slot;
+	size_t len, chunk;
+	void *buf;
+	ps_comm_request_t req;
+	bool announced;		   /* a frame to the node carried it */
+};
+
+/* Credit a node granted this van (id 0: none). Under send_lock. */
+struct van_credit_tx {
+	uint32_t id, slot, chunk;
+	uint64_t len;
+	bool fits;		   /* this van's path can use it */
+};
+
 struct van_peer {
 	int id;
 	pthread_mutex_t send_lock; /* one message's pieces at a time */
@@ -62,6 +82,8 @@ struct van_peer {
 	double unanswered;	   /* receiving thread: first probe that
 				      went unanswered since it last showed
 				      it lives */
+	struct van_credit_rx rx;   /* under send_lock */
+	struct van_credit_tx tx;   /* under send_lock */
 };
 
 /* The latest slot a sender id was seen from (receiving thread only). */
@@ -82,6 +104,8 @@ struct van_batch {
 	int err;
 	bool bye;		 /* a goodbye: its failure fails no node */
 	bool *in_frame;		 /* per segment: carried by the frame */
+	int credit_seg;		 /* the segment on a credit, or -1 */
+	struct van_credit_tx credit; /* the credit it goes on */
 	size_t n;
 	ps_comm_request_t reqs[]; /* then in_frame's nseg bools */
 };
@@ -125,6 +149,11 @@ struct ps_comm_van {
 	unsigned fail_seen;	    /* receiving thread: fail_gen looked at */
 	int in_recv;		    /* atomic: threads in ps_comm_van_recv */
 	struct psc_van_watch *watch; /* bound, unless PS_COMM_WATCHDOG=0 */
+	/* Credit (credit.c): set at bind; the rest atomic. */
+	size_t credit_min, credit_max; /* segments that take credit */
+	uint32_t credit_next;	    /* the last id granted */
+	size_t credit_bytes;	    /* buffers of credits granted */
+	unsigned long credit_sent, credit_recvd; /* segments on credit */
 };
 
 /*
@@ -269,6 +298,72 @@ int psc_van_post_batch(struct ps_comm_van *v, struct van_peer *p,
 
 /* Put b on the pending list, where reap and stop find it. */
 void psc_van_queue_batch(struct ps_comm_van *v, struct van_batch *b);
+
+/* ------------------------------------------------ credit.c: credit */
+
+/*
+ * Credit spares a large segment the go-ahead's round trip where the
+ * network path needs one (net): a van that receives a segment of a
+ * size between credit_min and credit_max from a node over the network
+ * posts the chunk receives of the node's next segment of that size at
+ * once (p2p/node.h, pre-arranged transfers), into a buffer that then
+ * becomes that segment, and grants that credit in its next frame to the
+ * node. The node sends its next segment of that size at once on it; a
+ * node that sends a large segment of another size gives the credit back
+ * in that frame (PSC_VAN_F_RETURN), and the van grants one of the new
+ * size. A node holds at most one credit of each van. Credits granted by
+ * a van take at most PSC_VAN_CREDIT_BYTES of buffers.
+ */
+#define PSC_VAN_CREDIT_BYTES ((size_t)64 << 20)
+
+/* Size credit for v's channel (bind). */
+void psc_van_credit_init(struct ps_comm_van *v);
+
+/*
+ * Mark b's frame before it goes to p: a segment of it on p's credit
+ * (b->credit_seg, b->credit), the credit given back when a large segment
+ * cannot use it, and the credit p was granted and not yet told of.
+ * p->send_lock held.
+ */
+void psc_van_credit_mark(struct ps_comm_van *v, struct van_peer *p,
+			 struct van_batch *b, const ps_comm_van_seg_t *segs,
+			 size_t nseg);
+
+/*
+ * Post b's segment on its credit (psc_van_credit_mark) into *req.
+ * Returns 0 or a PS_COMM_ERR_* value. p->send_lock held.
+ */
+int psc_van_credit_send(struct ps_comm_van *v, const struct van_peer *p,
+			const struct van_batch *b, const void *buf,
+			size_t len, ps_comm_request_t *req);
+
+/*
+ * A frame f came from slot: take the credit its sender grants, and
+ * release the one it gives back. Receiving thread.
+ */
+void psc_van_credit_frame(struct ps_comm_van *v, uint32_t slot,
+			  const struct psc_van_frame *f);
+
+/*
+ * Segment i of frame f (from slot) goes on the credit granted to its
+ * sender: move that credit's receive into *req and its buffer into
+ * *buf. Returns 0, or PS_COMM_ERR_PROTO when the sender holds no such
+ * credit. Receiving thread.
+ */
+int psc_van_credit_take(struct ps_comm_van *v, uint32_t slot,
+			const struct psc_van_frame *f, uint32_t i,
+			ps_comm_request_t *req, void **buf);
+
+/*
+ * Grant f's sender (from slot) a credit for its next segment of the size
+ * of its frame's largest segment, when it can take one and holds none
+ * of that size. Receiving thread, after the frame's pieces are posted.
+ */
+void psc_van_credit_grant(struct ps_comm_van *v, uint32_t slot,
+			  const struct psc_van_frame *f);
+
+/* Withdraw the credits to and from p (it failed, or stop). */
+void psc_van_credit_drop(struct ps_comm_van *v, struct van_peer *p);
 
 /* ---------------------------------------------- recv.c: receives */
 

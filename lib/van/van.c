@@ -253,6 +253,7 @@ int ps_comm_van_bind(ps_comm_van_t v, const char *host, int port,
 	v->frame_limit = PSC_MIN(PSC_MAX(psc_node_chan_single(v->chan),
 					 (size_t)PSC_VAN_FRAME_MIN),
 				 (size_t)PSC_VAN_FRAME_MAX);
+	psc_van_credit_init(v);
 	snprintf(v->provider, sizeof(v->provider), "%s",
 		 psc_node_chan_provider(v->chan));
 	rc = psc_van_watch_start(v);
@@ -380,6 +381,8 @@ int ps_comm_van_stop(ps_comm_van_t v)
 		psc_req_cancel(&v->frame_req);
 	psc_van_take_local(v);
 	psc_van_drop_inflight(v);
+	for (size_t i = 0; i < v->npeers; i++)
+		psc_van_credit_drop(v, v->peers[i]);
 	/* Cancel what is left; the buffers are free once the ep is closed. */
 	for (b = v->pending; b; b = b->next)
 		for (size_t i = 0; i < b->n; i++)

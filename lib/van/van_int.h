@@ -32,8 +32,8 @@
 
 /* Frame layout, big-endian: see psc_van_frame_encode. */
 #define PSC_VAN_MAGIC 0x50534356u /* "PSCV" */
-#define PSC_VAN_VERSION 2
-#define PSC_VAN_HDR 24
+#define PSC_VAN_VERSION 3
+#define PSC_VAN_HDR 40
 /*
  * Frames are at most PSC_VAN_FRAME_MAX bytes (the receiver's frame
  * buffer). A sender fills its frames up to the endpoint's largest single
@@ -51,6 +51,11 @@
  * cleanly is not a failure (see psc_van_frame_set_bye).
  */
 #define PSC_VAN_F_BYE 0x2
+/*
+ * The sender gives back the credit this van's frames granted it (see
+ * PSC_VAN_SEG_CREDIT): it will not use it, so its chunk receives may go.
+ */
+#define PSC_VAN_F_RETURN 0x4
 #define PSC_VAN_WIRE_NO_ID 0xffffffffu
 /*
  * Segments of at most this many bytes ride in the frame after an inline
@@ -61,6 +66,16 @@
  */
 #define PSC_VAN_SEG_INLINE_MAX 16384
 #define PSC_VAN_SEG_IN_FRAME (UINT64_C(1) << 63)
+/*
+ * Credit (credit.c). A frame may grant its receiver a credit: the chunk
+ * receives of one transfer of exactly len bytes, in chunks of chunk,
+ * from the receiver's slot at the sender (p2p/node.h, pre-arranged
+ * transfers), already posted. The receiver's next segment of that length
+ * to the granting node then goes at once, without the go-ahead's round
+ * trip: its length word has PSC_VAN_SEG_CREDIT set, at most one per
+ * frame, and it travels as that transfer instead of a piece.
+ */
+#define PSC_VAN_SEG_CREDIT (UINT64_C(1) << 62)
 
 /* Slots are 1 .. PSC_VAN_SLOT_MAX; 0 is never handed out. */
 #define PSC_VAN_SLOT_MAX ((1u << PSC_TAG_RANK_BITS) - 1)
@@ -74,6 +89,9 @@ struct psc_van_frame {
 	const uint8_t *lens; /* nseg big-endian u64 */
 	const uint8_t *meta; /* inline meta, or NULL */
 	const uint8_t *segdata; /* inline segments, in order, or NULL */
+	uint32_t grant_id;	/* 0: no credit granted */
+	uint32_t grant_slot, grant_chunk;
+	uint64_t grant_len;
 };
 
 /*
@@ -88,9 +106,10 @@ size_t psc_van_frame_size(size_t meta_len, const ps_comm_van_seg_t *segs,
 /*
  * Write the frame into buf (psc_van_frame_size bytes for the same limit):
  * magic u32, version u8, flags u8, zero u16, sender u32
- * (PSC_VAN_WIRE_NO_ID for none), meta_len u32, nseg u32, zero u32, nseg
- * lengths u64 (PSC_VAN_SEG_IN_FRAME set for an inline segment), inline
- * meta, inline segments.
+ * (PSC_VAN_WIRE_NO_ID for none), meta_len u32, nseg u32, the grant (id
+ * u32, 0 for none; slot u32, chunk u32, len u64: zero here, see
+ * psc_van_frame_set_grant), nseg lengths u64 (PSC_VAN_SEG_IN_FRAME set
+ * for an inline segment), inline meta, inline segments.
  */
 void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 			  size_t meta_len, bool inline_meta,
@@ -104,17 +123,33 @@ void psc_van_frame_encode(uint8_t *buf, int sender, const void *meta,
 void psc_van_frame_set_bye(uint8_t *buf);
 
 /*
+ * Mark an encoded frame: it grants a credit (id nonzero, slot, chunk
+ * and len nonzero); its segment i goes on the credit granted to its
+ * sender (not inline, not empty); it gives back the credit its sender
+ * held.
+ */
+void psc_van_frame_set_grant(uint8_t *buf, uint32_t id, uint32_t slot,
+			     uint32_t chunk, uint64_t len);
+void psc_van_frame_set_credit(uint8_t *buf, uint32_t i);
+void psc_van_frame_set_return(uint8_t *buf);
+
+/*
  * Validate len bytes as a frame: magic, version, flags (PSC_VAN_F_BYE
- * only on an empty message), sender, segment count, and a total length
- * that matches exactly. Returns 0, or -EPROTO
+ * only on an empty message), sender, the grant (all zero without an id),
+ * segment count, at most one credit segment (neither inline nor empty),
+ * and a total length that matches exactly. Returns 0, or -EPROTO
  * with the reason in err. Never reads outside buf.
  */
 int psc_van_frame_decode(const uint8_t *buf, size_t len,
 			 struct psc_van_frame *f, char *err, size_t errlen);
 
-/* Length of segment i of a decoded frame, and whether it is inline. */
+/*
+ * Length of segment i of a decoded frame, whether it is inline, and
+ * whether it goes on the credit granted to its sender.
+ */
 uint64_t psc_van_frame_seg_len(const struct psc_van_frame *f, uint32_t i);
 bool psc_van_frame_seg_inline(const struct psc_van_frame *f, uint32_t i);
+bool psc_van_frame_seg_credit(const struct psc_van_frame *f, uint32_t i);
 
 /*
  * A buffer of len bytes (64-byte aligned) for ps_comm_van_recv to hand

@@ -727,6 +727,94 @@ START_TEST(test_segment_sizes)
 }
 END_TEST
 
+/* Whether v sends to node id on credit where it can (net). */
+static bool credit_applies(ps_comm_van_t v, int id)
+{
+	return v->credit_max > 0 &&
+	       psc_van_peer_ep(v, id) == psc_node_chan_ep(v->chan, 0);
+}
+
+/*
+ * One segment of len bytes filled from seed, from node from_id to to_id,
+ * behind an 8-byte key; the receiver checks every byte.
+ */
+static void pass_seg(struct node *from, int from_id, struct node *to,
+		     int to_id, uint8_t *buf, uint8_t *want, size_t len,
+		     unsigned seed)
+{
+	uint64_t key = seed;
+	ps_comm_van_seg_t segs[2] = {{&key, sizeof(key)}, {buf, len}};
+	ps_comm_van_msg_t m;
+
+	fill(buf, len, seed);
+	memcpy(want, buf, len);
+	ck_assert_int_eq(ps_comm_van_send(from->van, to_id, "kv", 2, segs, 2,
+					  count_done, NULL), 0);
+	expect(to, from_id, "kv", &m);
+	ck_assert_uint_eq(m.nseg, 2);
+	ck_assert_uint_eq(m.segs[0].len, sizeof(key));
+	ck_assert(memcmp(m.segs[0].data, &key, sizeof(key)) == 0);
+	ck_assert_uint_eq(m.segs[1].len, len);
+	ck_assert_msg(memcmp(m.segs[1].data, want, len) == 0,
+		      "segment of %zu bytes, seed %u, differs", len, seed);
+	ps_comm_van_msg_release(&m);
+}
+
+/*
+ * Credit (lib/van/credit.c): nodes that trade large segments of one size
+ * send them on each other's credit, without the go-ahead, where the
+ * network path needs one (net): both ways, through a change of size
+ * (the credit given back and granted again) and a segment too large for
+ * any credit, every byte checked. Elsewhere nothing goes on credit.
+ * After stop no credit holds a buffer.
+ */
+START_TEST(test_credit)
+{
+	static const size_t sizes[] = {1 << 20, 1 << 20, 1 << 20, 1 << 20,
+				       768 << 10, 768 << 10, 768 << 10,
+				       1 << 20, 1 << 20, 64 << 20, 1 << 20};
+	size_t n = sizeof(sizes) / sizeof(sizes[0]);
+	uint8_t *buf = malloc(64 << 20), *want = malloc(64 << 20);
+	struct node a, b;
+	bool applies;
+
+	ck_assert(buf && want);
+	node_up(&a, 9);
+	node_up(&b, 8);
+	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
+	ck_assert_int_eq(ps_comm_van_connect(b.van, 9, HOST, a.port), 0);
+	applies = credit_applies(a.van, 8) && credit_applies(b.van, 9);
+	done_calls = 0;
+	for (size_t r = 0; r < n; r++) {
+		pass_seg(&a, 9, &b, 8, buf, want, sizes[r], (unsigned)r);
+		pass_seg(&b, 8, &a, 9, buf, want, sizes[r],
+			 (unsigned)(100 + r));
+	}
+	/*
+	 * Each way the first segment of a size waits for the go-ahead, and
+	 * so does the one after the change (the credit's grant travels in
+	 * the answer), and the 64 MiB one goes on none: 3 + 2 + 2.
+	 */
+	ck_assert_uint_eq(a.van->credit_sent, b.van->credit_recvd);
+	ck_assert_uint_eq(b.van->credit_sent, a.van->credit_recvd);
+	if (applies) {
+		ck_assert_uint_eq(a.van->credit_sent, 7);
+		ck_assert_uint_eq(b.van->credit_sent, 7);
+	} else {
+		ck_assert_uint_eq(a.van->credit_sent + b.van->credit_sent, 0);
+	}
+	ps_comm_van_stop(a.van);
+	ps_comm_van_stop(b.van);
+	ck_assert_int_eq(done_calls, 2 * (int)n);
+	ck_assert_uint_eq(a.van->credit_bytes, 0);
+	ck_assert_uint_eq(b.van->credit_bytes, 0);
+	ps_comm_van_destroy(a.van);
+	ps_comm_van_destroy(b.van);
+	free(buf);
+	free(want);
+}
+END_TEST
+
 /*
  * Which fabric carries a node's messages. With FI_PROVIDER naming one
  * provider, that one for every node. Without it, shm to a node of this
@@ -1950,6 +2038,7 @@ static Suite *van_suite(void)
 	tcase_add_test(tc, test_self_local);
 	tcase_add_test(tc, test_no_id_yet);
 	tcase_add_test(tc, test_segment_sizes);
+	tcase_add_test(tc, test_credit);
 	tcase_add_test(tc, test_paths);
 	tcase_add_test(tc, test_completion_twice);
 	tcase_add_test(tc, test_eight_senders);
