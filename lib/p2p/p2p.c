@@ -1051,6 +1051,8 @@ static int recv_large(struct ps_comm_request *r, const uint8_t *hdr)
 	/* The chunks overwrite a header received into the caller's buffer. */
 	if (hdr != r->scratch)
 		memcpy(r->scratch, hdr, LARGE_HDR_LEN);
+	/* A sent header never makes a pre-arranged transfer. */
+	psc_be_put(r->scratch + 4, flags & ~LARGE_BULK, 4);
 	r->kind = PSC_REQ_PARENT;
 	r->chunk_next = 0;
 	r->status.len = PSC_MIN(total, r->user_len);

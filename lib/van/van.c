@@ -383,6 +383,10 @@ int ps_comm_van_stop(ps_comm_van_t v)
 	psc_van_drop_inflight(v);
 	for (size_t i = 0; i < v->npeers; i++)
 		psc_van_credit_drop(v, v->peers[i]);
+	if (v->credit_sent || v->credit_recvd)
+		psc_log(PSC_LOG_INFO, -1, "van: %lu segments sent and %lu "
+			"received on credit, without the go-ahead",
+			v->credit_sent, v->credit_recvd);
 	/* Cancel what is left; the buffers are free once the ep is closed. */
 	for (b = v->pending; b; b = b->next)
 		for (size_t i = 0; i < b->n; i++)

@@ -59,6 +59,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	PSC_FUZZ_ASSERT(f.nseg <= PSC_VAN_MAX_SEGS);
 	PSC_FUZZ_ASSERT(f.lens == data + PSC_VAN_HDR);
 	PSC_FUZZ_ASSERT(f.sender >= -1);
+	/* A grant is whole or absent. */
+	PSC_FUZZ_ASSERT(f.grant_id ? f.grant_slot && f.grant_chunk &&
+					     f.grant_len
+				   : !f.grant_slot && !f.grant_chunk &&
+					     !f.grant_len);
 	segs = calloc(f.nseg + 1, sizeof(*segs));
 	if (!segs)
 		abort();
@@ -67,6 +72,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		uint64_t n = psc_van_frame_seg_len(&f, i);
 
 		PSC_FUZZ_ASSERT(n <= PTRDIFF_MAX);
+		/* On credit: never inline, never empty. */
+		if (psc_van_frame_seg_credit(&f, i))
+			PSC_FUZZ_ASSERT(n && !psc_van_frame_seg_inline(&f, i));
 		segs[i].len = (size_t)n;
 		if (psc_van_frame_seg_inline(&f, i)) {
 			PSC_FUZZ_ASSERT(in && in + n <= data + size);
@@ -101,9 +109,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (uint32_t i = 0; i < f.nseg; i++)
 			same_layout &= psc_van_frame_seg_inline(&f, i) ==
 				       psc_van_frame_seg_inline(&g, i);
-		if (same_layout)
+		if (same_layout) {
+			/* The credit marks go on after encoding, as the van
+			 * does. */
+			if (f.grant_id)
+				psc_van_frame_set_grant(again, f.grant_id,
+							f.grant_slot,
+							f.grant_chunk,
+							f.grant_len);
+			if (f.flags & PSC_VAN_F_RETURN)
+				psc_van_frame_set_return(again);
+			for (uint32_t i = 0; i < f.nseg; i++)
+				if (psc_van_frame_seg_credit(&f, i))
+					psc_van_frame_set_credit(again, i);
 			PSC_FUZZ_ASSERT(want == size &&
 					memcmp(again, data, size) == 0);
+		}
 		free(again);
 	}
 	free(segs);
