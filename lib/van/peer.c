@@ -75,11 +75,9 @@ void psc_van_peer_fail(struct ps_comm_van *v, struct van_peer *p, int err,
 		__atomic_add_fetch(&v->fail_gen, 1, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&v->lock);
-	if (first) {
+	if (first)
 		psc_log(PSC_LOG_ERROR, -1, "van: node %d at %s:%d failed: %s",
 			p->id, p->host, p->port, why);
-		psc_van_credit_drop(v, p);
-	}
 }
 
 bool psc_van_peer_left(const struct van_peer *p)

@@ -362,7 +362,12 @@ int psc_van_credit_take(struct ps_comm_van *v, uint32_t slot,
 void psc_van_credit_grant(struct ps_comm_van *v, uint32_t slot,
 			  const struct psc_van_frame *f);
 
-/* Withdraw the credits to and from p (it failed, or stop). */
+/*
+ * Withdraw the credits to and from p (stop). A node that failed keeps
+ * the credit it was granted: it may live and use it yet, and its chunks
+ * must then find their receives (a node that comes back from another
+ * slot gets a new one).
+ */
 void psc_van_credit_drop(struct ps_comm_van *v, struct van_peer *p);
 
 /* ---------------------------------------------- recv.c: receives */
