@@ -783,10 +783,13 @@ START_TEST(test_segment_sizes)
 }
 END_TEST
 
-/* Whether v sends to node id on credit where it can (net). */
-static bool credit_applies(ps_comm_van_t v, int id)
+/*
+ * Whether v sends segments of len bytes to node id on credit where it can
+ * (net, unless PS_COMM_MAX_MSG_SIZE makes the largest credit smaller).
+ */
+static bool credit_applies(ps_comm_van_t v, int id, size_t len)
 {
-	return v->credit_max > 0 &&
+	return len > v->credit_min && len <= v->credit_max &&
 	       psc_van_peer_ep(v, id) == psc_node_chan_ep(v->chan, 0);
 }
 
@@ -839,7 +842,10 @@ START_TEST(test_credit)
 	node_up(&b, 8);
 	ck_assert_int_eq(ps_comm_van_connect(a.van, 8, HOST, b.port), 0);
 	ck_assert_int_eq(ps_comm_van_connect(b.van, 9, HOST, a.port), 0);
-	applies = credit_applies(a.van, 8) && credit_applies(b.van, 9);
+	applies = credit_applies(a.van, 8, 768 << 10) &&
+		  credit_applies(a.van, 8, 1 << 20) &&
+		  credit_applies(b.van, 9, 768 << 10) &&
+		  credit_applies(b.van, 9, 1 << 20);
 	done_calls = 0;
 	for (size_t r = 0; r < n; r++) {
 		pass_seg(&a, 9, &b, 8, buf, want, sizes[r], (unsigned)r);
@@ -1723,7 +1729,7 @@ static void large_never_granted(int sig, size_t warm)
 	rc = ps_comm_van_send(a.van, 8, "x", 1, &seg, 1, note_err, NULL);
 	ck_assert_msg(rc == 0, "send: %s", ps_comm_strerror(rc));
 	/* Over net the segment goes on node 8's credit, not waiting. */
-	if (warm && credit_applies(a.van, 8))
+	if (warm && credit_applies(a.van, 8, warm))
 		ck_assert_uint_eq(a.van->credit_sent, WARM_ROUNDS);
 	ck_assert_int_eq(write(go, &port, sizeof(port)), sizeof(port));
 	close(go);
