@@ -6,7 +6,8 @@
 # checks its values exactly.
 #
 #	bench/pslite_sized.sh [-r ROUNDS] [-l "1x1 2x2"] [-p "tcp shm"]
-#			      [-c CASES] [-o DIR] PSCOMM_PREFIX PSLITE_DIR
+#			      [-c CASES] [-b BASE_PREFIX] [-o DIR]
+#			      PSCOMM_PREFIX PSLITE_DIR
 #
 # PSCOMM_PREFIX: an installed pscomm (include/, lib/). PSLITE_DIR: a
 # ps-lite checkout built with pscomm's van added, as doc/pslite.md says
@@ -19,15 +20,21 @@
 # "fail") and DIR/summary.md: per case the median (min-max) microseconds
 # per operation over the rounds, and ZeroMQ's median over each pscomm
 # van's (above 1: pscomm is faster). Default DIR: bench/results/pslite-sized.
+# BASE_PREFIX (-b): another installed pscomm, an older build to measure a
+# change of the van against; the same program then also runs with that
+# build's library (LD_LIBRARY_PATH) on each provider, as van base:PROV, in
+# the same rotation.
 set -u
 rounds=5 layouts="1x1 2x2" provs="tcp shm" out=bench/results/pslite-sized
+base=
 cases="4096:5000:pushpull 1048576:1000:push 1048576:1000:pushpull 67108864:10:pushpull"
 usage() {
 	sed -n 's/^#\t/    /p; s/^#\(\s*bench\/pslite_sized.sh.*\)/\1/p' "$0" >&2
 	exit 2
 }
-while getopts r:l:p:c:o: opt; do
+while getopts r:l:p:c:b:o: opt; do
 	case $opt in
+	b) base=$OPTARG ;;
 	r) rounds=$OPTARG ;;
 	l) layouts=$OPTARG ;;
 	p) provs=$OPTARG ;;
@@ -43,6 +50,15 @@ for f in "$prefix/include/ps_comm/van.h" "$pslite/include/ps/ps.h" \
 	"$pslite/build/libps.a"; do
 	[ -f "$f" ] || { echo "pslite_sized.sh: $f is missing" >&2; exit 2; }
 done
+baselib=
+if [ -n "$base" ]; then
+	baselib=$base/lib
+	[ -d "$baselib" ] || baselib=$base/lib64
+	[ -f "$baselib/libpscomm.so.0" ] || {
+		echo "pslite_sized.sh: $baselib/libpscomm.so.0 is missing" >&2
+		exit 2
+	}
+fi
 here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$out"
 prog=$out/pslite_sized
@@ -50,7 +66,8 @@ libdir=$prefix/lib
 [ -d "$libdir" ] || libdir=$prefix/lib64
 g++ -std=c++11 -O2 -pthread -isystem "$pslite/include" -I"$prefix/include" \
 	"$here/pslite_sized.cc" "$pslite/build/libps.a" -lprotobuf-lite -lzmq \
-	-L"$libdir" -lpscomm -Wl,-rpath,"$libdir" -o "$prog" || exit 1
+	-L"$libdir" -lpscomm -Wl,--enable-new-dtags,-rpath,"$libdir" \
+	-o "$prog" || exit 1
 
 # once VAN LAYOUT BYTES OPS MODE: the workers' mean us/op, or "fail" (the
 # run's whole output kept in DIR/fail-*.log). The root port is below
@@ -58,12 +75,17 @@ g++ -std=c++11 -O2 -pthread -isystem "$pslite/include" -I"$prefix/include" \
 once() {
 	local van=$1 s=${2%x*} w=${2#*x} log keep pids=() rc=0 prov=
 	log=$(mktemp)
-	case $van in pscomm:*) prov=${van#pscomm:} ;; esac
+	case $van in pscomm:* | base:*) prov=${van#*:} ;; esac
 	(
 		export DMLC_NUM_SERVER=$s DMLC_NUM_WORKER=$w \
 			DMLC_PS_ROOT_URI=127.0.0.1 DMLC_NODE_HOST=127.0.0.1 \
 			DMLC_PS_ROOT_PORT=$((20000 + RANDOM % 12768)) \
 			DMLC_PS_VAN_TYPE=${van%%:*} PS_COMM_JOB_KEY=pslite-sized
+		# The base build's library in place of PSCOMM_PREFIX's.
+		if [ "${van%%:*}" = base ]; then
+			DMLC_PS_VAN_TYPE=pscomm
+			export LD_LIBRARY_PATH=$baselib
+		fi
 		# auto: FI_PROVIDER unset, the van's default (shm inside a
 		# node, which here is every node).
 		unset FI_PROVIDER
@@ -94,6 +116,7 @@ once() {
 
 vans="zmq"
 for p in $provs; do vans="$vans pscomm:$p"; done
+[ -n "$base" ] && for p in $provs; do vans="$vans base:$p"; done
 read -r -a vl <<<"$vans"
 echo "round,layout,van,bytes,ops,mode,us_per_op" >"$out/raw.csv"
 for ((r = 0; r < rounds; r++)); do

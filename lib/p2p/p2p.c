@@ -673,33 +673,50 @@ bool psc_bulk_fits(const struct psc_path *path, size_t len, size_t chunk)
 	       len <= (size_t)LARGE_WINDOW * chunk && len <= max;
 }
 
+/*
+ * Check a pre-arranged transfer (what: "send" or "receive") against path
+ * and make its request, with its source, id, length and header: 0 with
+ * the lock held, or -EINVAL (words in err) or chan_req's error, unlocked.
+ */
+static int bulk_req(struct psc_chan *ch, const struct psc_path *path,
+		    const char *what, size_t len, size_t chunk, uint32_t src,
+		    uint32_t id, struct ps_comm_request **out, char *err,
+		    size_t elen)
+{
+	int rc;
+
+	if (!psc_bulk_fits(path, len, chunk)) {
+		snprintf(err, elen, "a pre-arranged %s of %zu bytes in chunks "
+			 "of %zu does not fit this path", what, len, chunk);
+		return -EINVAL;
+	}
+	pthread_mutex_lock(ch->lock);
+	rc = chan_req(ch, path->ep, PSC_REQ_PARENT, out, err, elen);
+	if (rc) {
+		pthread_mutex_unlock(ch->lock);
+		return rc;
+	}
+	(*out)->status.source = (int)src;
+	(*out)->status.tag = (int)id;
+	(*out)->status.len = len;
+	large_hdr_put(*out, LARGE_BULK, len, id, chunk);
+	return 0;
+}
+
 int psc_irecv_bulk(struct psc_chan *ch, uint32_t src, uint32_t id, void *buf,
 		   size_t len, size_t chunk, ps_comm_request_t *req,
 		   char *err, size_t elen)
 {
 	struct ps_comm_request *r;
-	int rc;
+	int rc = bulk_req(ch, &ch->path[0], "receive", len, chunk, src, id,
+			  &r, err, elen);
 
-	if (!psc_bulk_fits(&ch->path[0], len, chunk)) {
-		snprintf(err, elen, "a pre-arranged receive of %zu bytes in "
-			 "chunks of %zu does not fit this path", len, chunk);
-		return -EINVAL;
-	}
-	pthread_mutex_lock(ch->lock);
-	rc = chan_req(ch, ch->ep, PSC_REQ_PARENT, &r, err, elen);
-	if (rc) {
-		pthread_mutex_unlock(ch->lock);
+	if (rc)
 		return rc;
-	}
 	r->addr = FI_ADDR_UNSPEC;
 	r->user_buf = buf;
 	r->user_len = len;
-	r->status.source = (int)src;
-	r->status.tag = (int)id;
-	large_hdr_put(r, LARGE_BULK, len, id, chunk);
-	r->kind = PSC_REQ_PARENT;
 	r->chunk_next = 0;
-	r->status.len = len;
 	psc_ep_hold_range(r->ep, r, buf, len);
 	r->children_left++;
 	large_posted(r, post_chunk_recvs(r));
@@ -712,27 +729,15 @@ int psc_isend_bulk(struct psc_chan *ch, const struct psc_path *path,
 		   char *err, size_t elen)
 {
 	struct ps_comm_request *p;
-	int rc;
+	int rc = bulk_req(ch, path, "send", len, chunk, src, id, &p, err,
+			  elen);
 
-	if (!psc_bulk_fits(path, len, chunk)) {
-		snprintf(err, elen, "a pre-arranged send of %zu bytes in "
-			 "chunks of %zu does not fit this path", len, chunk);
-		return -EINVAL;
-	}
-	pthread_mutex_lock(ch->lock);
-	rc = chan_req(ch, path->ep, PSC_REQ_PARENT, &p, err, elen);
-	if (rc) {
-		pthread_mutex_unlock(ch->lock);
+	if (rc)
 		return rc;
-	}
 	p->addr = addr;
-	p->status.source = (int)src;
-	p->status.tag = (int)id;
-	p->status.len = len;
 	p->buf = (void *)buf;
 	p->len = len;
 	p->chunk_limit = len;
-	large_hdr_put(p, LARGE_BULK, len, id, chunk);
 	psc_ep_hold_range(p->ep, p, buf, len);
 	p->children_left++;
 	large_posted(p, post_chunks(p));
