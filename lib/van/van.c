@@ -387,6 +387,8 @@ int ps_comm_van_stop(ps_comm_van_t v)
 		psc_log(PSC_LOG_INFO, -1, "van: %lu segments sent and %lu "
 			"received on credit, without the go-ahead",
 			v->credit_sent, v->credit_recvd);
+	v->credit_sent = 0;
+	v->credit_recvd = 0;
 	/* Cancel what is left; the buffers are free once the ep is closed. */
 	for (b = v->pending; b; b = b->next)
 		for (size_t i = 0; i < b->n; i++)
